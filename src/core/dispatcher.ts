@@ -1,0 +1,302 @@
+// Every node's half of scheduling: claim stored firings shortly before they are due, hold them
+// in a timing wheel, and at their instant pass them through the concurrency gate to delivery.
+// Claims are leases renewed by this loop, so a node that dies lets go of its firings within
+// claimTtlMs and another node re-claims them (at-least-once, same idempotency key).
+
+import type { Clock } from "./clock.ts";
+import { attempt, OutcomeWriter, type AbortReason } from "./delivery.ts";
+import { ConcurrencyGate } from "./gate.ts";
+import type { Logger } from "./log.ts";
+import type { Firing, Job } from "./model.ts";
+import type { FiringOutcome, Store } from "./ports.ts";
+import { TimingWheel } from "./wheel.ts";
+import type { WebhookSender } from "./webhook.ts";
+
+export interface DispatcherOptions {
+  nodeId: string;
+  /** Firings due within this much of now are claimed and put in the wheel. */
+  lookaheadMs: number;
+  claimTtlMs: number;
+  feedEveryMs: number;
+  /** Global cap on webhook requests in flight from this node. */
+  maxInFlight: number;
+  signingSecret: string | null;
+}
+
+export const DEFAULT_DISPATCHER_OPTIONS: Omit<DispatcherOptions, "nodeId" | "signingSecret"> = {
+  lookaheadMs: 10_000,
+  claimTtlMs: 15_000,
+  feedEveryMs: 1_000,
+  maxInFlight: 512,
+};
+
+const CLAIM_BATCH = 5_000;
+
+export interface DispatcherEvents {
+  /** A firing reached a terminal state or was retried, after the store recorded it. */
+  onOutcome?: (firing: Firing, outcome: FiringOutcome) => void;
+}
+
+export class Dispatcher {
+  private readonly wheel: TimingWheel<Firing>;
+  private readonly gate = new ConcurrencyGate();
+  private readonly jobs = new Map<string, Job>();
+  private readonly ready: Firing[] = [];
+  private readonly inFlight = new Map<string, AbortController>();
+  private readonly writer: OutcomeWriter;
+  private readonly timers: (() => void)[] = [];
+  private wheelTimer: { at: number; cancel: () => void } | null = null;
+  private running = false;
+  private pumping = false;
+  private feeding: Promise<void> | null = null;
+  private feedAgain = false;
+  private lastReclaimMono = -Infinity;
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly send: WebhookSender,
+    private readonly opts: DispatcherOptions,
+    private readonly log: Logger,
+    private readonly events: DispatcherEvents = {},
+    private readonly random: () => number = Math.random,
+  ) {
+    this.wheel = new TimingWheel<Firing>(clock.now());
+    this.writer = new OutcomeWriter(store.firings, opts.nodeId, clock);
+  }
+
+  async start(): Promise<void> {
+    this.running = true;
+    this.gate.seed(await this.store.firings.activeByJob());
+    this.every(this.opts.feedEveryMs, () => this.poke());
+    this.every(Math.max(100, Math.floor(this.opts.claimTtlMs / 3)), () => void this.renew());
+    this.every(1_000, () => void this.checkCancels());
+    this.poke();
+  }
+
+  /** Stops taking work, hands back claimed firings not yet sent, waits for requests in flight. */
+  async stop(graceMs: number): Promise<void> {
+    this.running = false;
+    for (const cancel of this.timers) cancel();
+    this.wheelTimer?.cancel();
+    await this.feeding;
+    const unsent = [...this.ready.splice(0), ...this.wheel.advance(Number.MAX_SAFE_INTEGER).map((e) => e.value)];
+    await this.store.firings.release(this.opts.nodeId, unsent.map((f) => f.id), this.clock.now()).catch(() => {});
+    const deadline = this.clock.monoNow() + graceMs;
+    while (this.inFlight.size > 0 && this.clock.monoNow() < deadline) await this.clock.sleep(20);
+    await this.writer.flush();
+  }
+
+  /** Look for newly due work now (firings were just enqueued or a retry came due). */
+  poke(): void {
+    if (!this.running) return;
+    if (this.feeding) {
+      this.feedAgain = true;
+      return;
+    }
+    this.feeding = this.feed().finally(() => {
+      this.feeding = null;
+      if (this.feedAgain) {
+        this.feedAgain = false;
+        this.poke();
+      }
+    });
+  }
+
+  /** The job changed or went away: its next deliveries must read it afresh. */
+  forgetJob(jobId: string): void {
+    this.jobs.delete(jobId);
+  }
+
+  /** Aborts a request in flight on this node (a cancel accepted while RUNNING). */
+  abort(firingId: string): boolean {
+    const c = this.inFlight.get(firingId);
+    if (!c) return false;
+    c.abort("cancelled" satisfies AbortReason);
+    return true;
+  }
+
+  /** A firing cancelled before it ran: drop it from the wheel and from any overlap queue. */
+  dropWaiting(firing: Firing): void {
+    this.wheel.cancel(firing.id);
+    this.gate.dropWaiting(firing.jobId, firing.id);
+    if (firing.state === "RETRYING") void this.released(firing);
+  }
+
+  stats(): { wheel: number; ready: number; inFlight: number } {
+    return { wheel: this.wheel.size, ready: this.ready.length, inFlight: this.inFlight.size };
+  }
+
+  /** Runs fn every ms until stop(); the timer is re-armed after each run. */
+  private every(ms: number, fn: () => void): void {
+    const slot = this.timers.length;
+    const arm = (): void => {
+      this.timers[slot] = this.clock.setTimer(ms, () => {
+        fn();
+        if (this.running) arm();
+      });
+    };
+    arm();
+  }
+
+  private async feed(): Promise<void> {
+    try {
+      if (this.clock.monoNow() - this.lastReclaimMono >= this.opts.claimTtlMs / 3) {
+        this.lastReclaimMono = this.clock.monoNow();
+        const n = await this.store.firings.reclaimExpired(this.clock.now());
+        if (n > 0) this.log.warn("re-claimed firings whose claim expired", { count: n });
+      }
+      for (;;) {
+        const now = this.clock.now();
+        const claimed = await this.store.firings.claimReady(
+          this.opts.nodeId, now + this.opts.lookaheadMs, now + this.opts.claimTtlMs, CLAIM_BATCH, now,
+        );
+        await this.loadJobs(claimed);
+        for (const f of claimed) this.wheel.add(f.id, f.nextAttemptAt, f);
+        if (claimed.length > 0) this.armWheel();
+        if (claimed.length < CLAIM_BATCH || !this.running) return;
+      }
+    } catch (err) {
+      this.log.error("claiming due firings failed", { err: String(err) });
+    }
+  }
+
+  private async loadJobs(firings: Firing[]): Promise<void> {
+    const ids = [...new Set(firings.map((f) => f.jobId))];
+    if (ids.length === 0) return;
+    for (const job of await this.store.jobs.getMany(ids)) this.jobs.set(job.spec.id, job);
+  }
+
+  private armWheel(): void {
+    const due = this.wheel.nextDueMs();
+    if (due === null || !this.running) return;
+    if (this.wheelTimer && this.wheelTimer.at <= due) return;
+    this.wheelTimer?.cancel();
+    const cancel = this.clock.setTimer(due - this.clock.now(), () => {
+      this.wheelTimer = null;
+      this.onWheel();
+    });
+    this.wheelTimer = { at: due, cancel };
+  }
+
+  private onWheel(): void {
+    const due = this.wheel.advance(this.clock.now()).map((e) => e.value);
+    this.armWheel();
+    if (due.length > 0) void this.admit(due);
+  }
+
+  private async admit(firings: Firing[]): Promise<void> {
+    const missing = firings.filter((f) => !this.jobs.has(f.jobId));
+    if (missing.length > 0) await this.loadJobs(missing).catch((err) => this.log.error("loading jobs failed", { err: String(err) }));
+    const skips = new Map<string, string[]>();
+    for (const f of firings) {
+      const job = this.jobs.get(f.jobId);
+      if (!job) continue; // deleted: the store already cancelled its firings
+      const a = this.gate.admit(f, job.spec.concurrency);
+      if (a.kind === "run") this.ready.push(f);
+      else if (a.kind === "skip") skips.set(a.reason, [...(skips.get(a.reason) ?? []), f.id]);
+    }
+    for (const [reason, ids] of skips) {
+      await this.store.firings.skipClaimed(this.opts.nodeId, ids, reason, this.clock.now())
+        .catch((err) => this.log.error("recording skipped firings failed", { err: String(err) }));
+    }
+    void this.pump();
+  }
+
+  /** Moves ready firings to RUNNING as delivery capacity allows, oldest first. */
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.ready.length > 0 && this.inFlight.size < this.opts.maxInFlight) {
+        const batch = this.ready.splice(0, this.opts.maxInFlight - this.inFlight.size);
+        for (const f of batch) this.inFlight.set(f.id, new AbortController());
+        let running: Firing[];
+        try {
+          running = await this.store.firings.markRunning(this.opts.nodeId, batch.map((f) => f.id), this.clock.now());
+        } catch (err) {
+          this.log.error("marking firings running failed", { err: String(err) });
+          for (const f of batch) this.inFlight.delete(f.id);
+          this.ready.unshift(...batch);
+          await this.clock.sleep(200);
+          continue;
+        }
+        const started = new Set(running.map((f) => f.id));
+        for (const f of batch) {
+          if (started.has(f.id)) continue;
+          // Cancelled, withdrawn or re-claimed meanwhile: nothing to send, its slot is free.
+          this.inFlight.delete(f.id);
+          void this.released(f);
+        }
+        for (const f of running) void this.deliver(f);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private async deliver(firing: Firing): Promise<void> {
+    const controller = this.inFlight.get(firing.id)!;
+    const job = this.jobs.get(firing.jobId);
+    let outcome: FiringOutcome;
+    if (!job) outcome = { id: firing.id, state: "CANCELLED", error: "job deleted" };
+    else {
+      const ctx = { clock: this.clock, send: this.send, signingSecret: this.opts.signingSecret, random: this.random };
+      outcome = await attempt(ctx, job.spec, firing, controller);
+    }
+    const moved = await this.writeOutcome(outcome);
+    this.inFlight.delete(firing.id);
+    if (moved) {
+      if (outcome.state === "DEAD") this.log.warn("firing dead", { firing_id: firing.id, job_id: firing.jobId, error: outcome.error });
+      this.events.onOutcome?.(firing, outcome);
+    }
+    if (outcome.state === "RETRYING") {
+      // The slot stays held through retries; come back when the next attempt is near.
+      const delay = outcome.nextAttemptAt - this.clock.now();
+      if (delay < this.opts.lookaheadMs) this.clock.setTimer(delay, () => this.poke());
+    } else {
+      await this.released(firing);
+    }
+    void this.pump();
+  }
+
+  /** Outcome writes must land: a firing left RUNNING would be renewed forever by this node. */
+  private async writeOutcome(outcome: FiringOutcome): Promise<boolean> {
+    for (let wait = 50; ; wait = Math.min(wait * 2, 2_000)) {
+      try {
+        return await this.writer.write(outcome);
+      } catch (err) {
+        this.log.error("recording a delivery outcome failed; retrying", { firing_id: outcome.id, err: String(err) });
+        await this.clock.sleep(wait);
+      }
+    }
+  }
+
+  private async released(firing: Firing): Promise<void> {
+    const job = this.jobs.get(firing.jobId);
+    if (!job) return;
+    const admitted = this.gate.release(firing.jobId, firing.id, job.spec.concurrency);
+    if (admitted.length > 0) {
+      this.ready.push(...admitted);
+      void this.pump();
+    }
+  }
+
+  private async renew(): Promise<void> {
+    try {
+      await this.store.firings.renewClaims(this.opts.nodeId, this.clock.now() + this.opts.claimTtlMs);
+    } catch (err) {
+      this.log.warn("renewing claims failed", { err: String(err) });
+    }
+  }
+
+  /** Learns of cancels taken by any node's API within a second, and aborts those requests. */
+  private async checkCancels(): Promise<void> {
+    if (this.inFlight.size === 0) return;
+    try {
+      for (const id of await this.store.firings.cancelRequested([...this.inFlight.keys()])) this.abort(id);
+    } catch (err) {
+      this.log.warn("checking cancel requests failed", { err: String(err) });
+    }
+  }
+}

@@ -1,0 +1,102 @@
+// Per-job concurrency cap with the SPEC overlap policies, held in memory on the delivering node.
+// A firing holds its slot from its first attempt until it is terminal (retries included), like
+// a Kubernetes Job that stays active through its backoff. Catch-up firings never get skipped:
+// under a cap they wait their turn.
+
+import type { Firing, OverlapPolicy } from "./model.ts";
+
+export interface Concurrency {
+  max: number;
+  overlap: OverlapPolicy;
+  max_queue: number;
+}
+
+export type Admission = { kind: "run" } | { kind: "wait" } | { kind: "skip"; reason: string };
+
+interface JobSlots {
+  holders: Set<string>;
+  waiting: Firing[];
+}
+
+export class ConcurrencyGate {
+  private readonly jobs = new Map<string, JobSlots>();
+
+  private slots(jobId: string): JobSlots {
+    let s = this.jobs.get(jobId);
+    if (!s) {
+      s = { holders: new Set(), waiting: [] };
+      this.jobs.set(jobId, s);
+    }
+    return s;
+  }
+
+  /** Firings already holding slots when the node starts (RUNNING/RETRYING in the store). */
+  seed(holders: Map<string, string[]>): void {
+    for (const [jobId, ids] of holders) for (const id of ids) this.slots(jobId).holders.add(id);
+  }
+
+  admit(f: Firing, c: Concurrency): Admission {
+    const s = this.slots(f.jobId);
+    if (s.holders.has(f.id)) return { kind: "run" }; // a retry of a firing that holds its slot
+    if (c.overlap === "allow" || s.holders.size < c.max) {
+      s.holders.add(f.id);
+      return { kind: "run" };
+    }
+    const pending = s.waiting.filter((w) => !w.catchup).length;
+    if (f.catchup) {
+      s.waiting.push(f);
+      return { kind: "wait" };
+    }
+    switch (c.overlap) {
+      case "skip":
+        return { kind: "skip", reason: `overlap skip: ${s.holders.size} running (max ${c.max})` };
+      case "coalesce":
+        if (pending >= 1) return { kind: "skip", reason: "overlap coalesce: a firing is already pending" };
+        break;
+      case "queue":
+        if (pending >= c.max_queue) return { kind: "skip", reason: `overlap queue: ${pending} waiting (max_queue ${c.max_queue})` };
+        break;
+    }
+    s.waiting.push(f);
+    return { kind: "wait" };
+  }
+
+  /** A firing reached a terminal state: frees its slot and returns the firings now admitted. */
+  release(jobId: string, firingId: string, c: Concurrency): Firing[] {
+    const s = this.jobs.get(jobId);
+    if (!s) return [];
+    s.holders.delete(firingId);
+    const admitted: Firing[] = [];
+    while (s.waiting.length > 0 && (c.overlap === "allow" || s.holders.size < c.max)) {
+      const next = s.waiting.shift()!;
+      s.holders.add(next.id);
+      admitted.push(next);
+    }
+    if (s.holders.size === 0 && s.waiting.length === 0) this.jobs.delete(jobId);
+    return admitted;
+  }
+
+  /** Drops a waiting firing (cancelled or withdrawn). */
+  dropWaiting(jobId: string, firingId: string): boolean {
+    const s = this.jobs.get(jobId);
+    if (!s) return false;
+    const i = s.waiting.findIndex((w) => w.id === firingId);
+    if (i < 0) return false;
+    s.waiting.splice(i, 1);
+    return true;
+  }
+
+  forgetJob(jobId: string): Firing[] {
+    const s = this.jobs.get(jobId);
+    this.jobs.delete(jobId);
+    return s?.waiting ?? [];
+  }
+
+  running(jobId: string): number {
+    return this.jobs.get(jobId)?.holders.size ?? 0;
+  }
+
+  waiting(jobId: string): number {
+    return this.jobs.get(jobId)?.waiting.length ?? 0;
+  }
+}

@@ -1,0 +1,205 @@
+// The leader's half of scheduling: turns jobs whose next instant is near into stored firings,
+// ahead of time (within `horizonMs`), so delivery can start at the instant itself. Each step is
+// one fenced batch: firings inserted, jobs advanced (next_fire_at / last_fired_at), all or
+// nothing, and only while our lease epoch is the store's. Jobs found later than the misfire
+// threshold go through the misfire policy instead of replaying every missed instant.
+
+import type { Clock } from "./clock.ts";
+import { newFiringId } from "./ids.ts";
+import type { Leader } from "./leader.ts";
+import type { Logger } from "./log.ts";
+import { catchupLimit, decideMisfire, type StoredMiss } from "./misfire.ts";
+import type { Firing, Job } from "./model.ts";
+import type { Fence, NewFiring, PlanEntry, Store } from "./ports.ts";
+import { compileSchedule, lastInstantsUpTo, type CompiledSchedule } from "./schedule.ts";
+
+export interface PlannerOptions {
+  /** Firings due within this much of now are enqueued ahead of time. */
+  horizonMs: number;
+  misfireThresholdMs: number;
+  /** Jobs read per step; a step loops until no due job is left. */
+  batchSize: number;
+  /** Firings one job may get in one step (an every-1ms job must not flood a step). */
+  maxFiringsPerJob: number;
+  tickMs: number;
+}
+
+export const DEFAULT_PLANNER_OPTIONS: PlannerOptions = {
+  horizonMs: 10_000,
+  misfireThresholdMs: 60_000,
+  batchSize: 2_000,
+  maxFiringsPerJob: 1_000,
+  tickMs: 500,
+};
+
+/** Where enqueued firings go next: the local dispatcher now, the owning node in a cluster. */
+export type EnqueuedListener = (firings: Firing[]) => void;
+
+export class Planner {
+  private readonly compiled = new Map<string, { version: number; schedule: CompiledSchedule }>();
+  private timerCancel: (() => void) | null = null;
+  private running = false;
+  private busy: Promise<void> | null = null;
+  private wakeRequested = false;
+  private needsRecovery = false;
+
+  constructor(
+    private readonly store: Store,
+    private readonly leader: Leader,
+    private readonly clock: Clock,
+    private readonly opts: PlannerOptions,
+    private readonly onEnqueued: EnqueuedListener,
+    private readonly log: Logger,
+  ) {
+    leader.onChange((e) => {
+      if (e.kind === "elected") {
+        this.needsRecovery = true;
+        this.wake();
+      }
+    });
+  }
+
+  start(): void {
+    this.running = true;
+    this.schedule(0);
+  }
+
+  stop(): Promise<void> {
+    this.running = false;
+    this.timerCancel?.();
+    return this.busy ?? Promise.resolve();
+  }
+
+  /** Plan now rather than at the next tick (a job was just created or resumed). */
+  wake(): void {
+    if (!this.running) return;
+    if (this.busy) {
+      this.wakeRequested = true;
+      return;
+    }
+    this.timerCancel?.();
+    this.schedule(0);
+  }
+
+  private schedule(delayMs: number): void {
+    this.timerCancel = this.clock.setTimer(delayMs, () => {
+      this.busy = this.runStep().finally(() => {
+        this.busy = null;
+        if (!this.running) return;
+        const again = this.wakeRequested;
+        this.wakeRequested = false;
+        this.schedule(again ? 0 : this.opts.tickMs);
+      });
+    });
+  }
+
+  private async runStep(): Promise<void> {
+    try {
+      const fence = this.leader.current();
+      if (!fence) return;
+      if (this.needsRecovery) {
+        await this.recoverStored(fence);
+        this.needsRecovery = false;
+      }
+      await this.planDue(fence);
+    } catch (err) {
+      this.log.error("planning step failed", { err: String(err) });
+    }
+  }
+
+  /** One pass over the due jobs; exposed for tests. Returns how many firings were enqueued. */
+  async planDue(fence: Fence): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const now = this.clock.now();
+      const jobs = await this.store.jobs.due(now + this.opts.horizonMs, this.opts.batchSize);
+      if (jobs.length === 0) return total;
+      const entries = jobs.map((j) => this.planJob(j, now, []));
+      const inserted = await this.apply(fence, entries, now);
+      if (inserted === null) return total;
+      total += inserted;
+      if (jobs.length < this.opts.batchSize) return total;
+    }
+  }
+
+  /**
+   * Runs when this node becomes leader, before its first regular step: firings a previous
+   * leader stored but that were never attempted and are now past the misfire threshold are
+   * put through their job's policy together with the instants that were never enqueued.
+   */
+  async recoverStored(fence: Fence): Promise<void> {
+    const now = this.clock.now();
+    const missed = await this.store.firings.missedStored(now - this.opts.misfireThresholdMs, 100_000);
+    if (missed.length === 0) return;
+    const byJob = new Map<string, StoredMiss[]>();
+    for (const f of missed) byJob.set(f.jobId, [...(byJob.get(f.jobId) ?? []), f]);
+    const jobs = await this.store.jobs.getMany([...byJob.keys()]);
+    const entries = jobs.map((j) => this.planJob(j, now, byJob.get(j.spec.id) ?? []));
+    await this.apply(fence, entries, now);
+    const skipped = entries.reduce((n, e) => n + e.skipStoredIds.length, 0);
+    const caught = entries.reduce((n, e) => n + e.catchupStoredIds.length + e.firings.filter((f) => f.catchup).length, 0);
+    this.log.info("misfire recovery", { jobs: jobs.length, stored_missed: missed.length, skipped, catchup: caught });
+  }
+
+  private async apply(fence: Fence, entries: PlanEntry[], now: number): Promise<number | null> {
+    const result = await this.store.firings.applyPlan(fence, entries, now);
+    if (!result.fenced) {
+      this.leader.stepDown("enqueue rejected by the store: stale epoch");
+      return null;
+    }
+    if (result.inserted.length > 0) this.onEnqueued(result.inserted);
+    return result.inserted.length;
+  }
+
+  private compile(job: Job): CompiledSchedule {
+    const hit = this.compiled.get(job.spec.id);
+    if (hit && hit.version === job.version) return hit.schedule;
+    const schedule = compileSchedule(job.spec.schedule, job.anchorAt);
+    this.compiled.set(job.spec.id, { version: job.version, schedule });
+    return schedule;
+  }
+
+  /** Pure given the job, the time and the stored misses: what this step does for one job. */
+  planJob(job: Job, now: number, storedMissed: StoredMiss[]): PlanEntry {
+    const schedule = this.compile(job);
+    const spec = job.spec;
+    const entry: PlanEntry = {
+      jobId: spec.id,
+      version: job.version,
+      nextFireAt: job.nextFireAt,
+      lastFiredAt: null,
+      firings: [],
+      skipStoredIds: [],
+      catchupStoredIds: [],
+    };
+    const make = (at: number, catchup: boolean): NewFiring => ({
+      id: newFiringId(now),
+      jobId: spec.id,
+      scheduledAt: at,
+      catchup,
+      manual: false,
+      priority: spec.priority,
+    });
+    let next = job.nextFireAt;
+    const late = next !== null && now - next > this.opts.misfireThresholdMs;
+    if (late || storedMissed.length > 0) {
+      const oneShot = "at" in spec.schedule;
+      const limit = catchupLimit(spec.misfire.policy, spec.misfire.max_catchup, oneShot);
+      const computed = late && next !== null && limit > 0 ? lastInstantsUpTo(schedule, next, now, limit) : [];
+      const d = decideMisfire(spec.misfire.policy, spec.misfire.max_catchup, oneShot, storedMissed, computed);
+      entry.skipStoredIds = d.skipStoredIds;
+      entry.catchupStoredIds = d.catchupStoredIds;
+      for (const at of d.fireComputed) entry.firings.push(make(at, true));
+      if (d.fireComputed.length > 0) entry.lastFiredAt = d.fireComputed[d.fireComputed.length - 1]!;
+      if (late) next = schedule.next(now);
+    }
+    const until = now + this.opts.horizonMs;
+    while (next !== null && next <= until && entry.firings.length < this.opts.maxFiringsPerJob) {
+      entry.firings.push(make(next, false));
+      entry.lastFiredAt = next;
+      next = schedule.next(next);
+    }
+    entry.nextFireAt = next;
+    return entry;
+  }
+}

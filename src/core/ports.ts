@@ -1,0 +1,130 @@
+// The store as core sees it: the operations the scheduler needs, with no SQL and no libSQL.
+// src/store implements these; tests may implement them in memory. Every state change is a
+// compare-and-set: a write that matches nothing is an answer (lost lease, already cancelled).
+
+import type { Firing, FiringState, Job, JobSpec, Priority } from "./model.ts";
+
+/** The fencing token of a leader: writes only it may make carry both. */
+export interface Fence {
+  nodeId: string;
+  epoch: number;
+}
+
+export interface NewFiring {
+  id: string;
+  jobId: string;
+  scheduledAt: number;
+  catchup: boolean;
+  manual: boolean;
+  priority: Priority;
+}
+
+/** One job's share of a planning step, applied atomically with every other entry of the step. */
+export interface PlanEntry {
+  jobId: string;
+  /** The job version the plan was computed from; a job changed since is left alone. */
+  version: number;
+  nextFireAt: number | null;
+  lastFiredAt: number | null;
+  firings: NewFiring[];
+  /** Stored firings the misfire policy drops (become SKIPPED) or keeps as catch-up. */
+  skipStoredIds: string[];
+  catchupStoredIds: string[];
+}
+
+export interface PlanResult {
+  /** False when the lease was no longer ours: nothing was written. */
+  fenced: boolean;
+  inserted: Firing[];
+}
+
+export interface LeaseInfo {
+  holder: string | null;
+  epoch: number;
+  expiresAt: number;
+  /** The database's clock when this was read. */
+  dbNowMs: number;
+}
+
+export interface LeaseStore {
+  /** Takes the lease if it has expired on the database's clock; the new epoch, or null. */
+  tryAcquire(nodeId: string, ttlMs: number): Promise<LeaseInfo | null>;
+  /** Extends our lease; false when it is no longer ours at this epoch. */
+  renew(fence: Fence, ttlMs: number): Promise<boolean>;
+  release(fence: Fence): Promise<void>;
+  read(): Promise<LeaseInfo>;
+}
+
+export type FiringOutcome =
+  | { id: string; state: "DONE" }
+  | { id: string; state: "RETRYING"; nextAttemptAt: number; error: string }
+  | { id: string; state: "DEAD" | "CANCELLED"; error: string };
+
+export interface JobPage {
+  items: Job[];
+  nextCursor: string | null;
+}
+
+export interface FiringPage {
+  items: Firing[];
+  nextCursor: string | null;
+}
+
+export type CancelResult = "cancel-completed" | "cancel-accepted" | "terminal" | "not-found";
+
+export interface JobStore {
+  insert(job: Job): Promise<boolean>;
+  insertMany(jobs: Job[]): Promise<string[] | { duplicate: string }>;
+  /** Creates or replaces; a replaced job's planned future firings are withdrawn. */
+  upsert(job: Job, nowMs: number): Promise<"created" | "replaced">;
+  get(id: string): Promise<Job | null>;
+  getMany(ids: string[]): Promise<Job[]>;
+  list(limit: number, cursor: string | null): Promise<JobPage>;
+  /** Replaces spec/schedule bookkeeping at `expectVersion`; withdraws planned firings when asked. */
+  update(job: Job, expectVersion: number, nowMs: number, withdrawPlanned: boolean): Promise<boolean>;
+  /** Deletes the job, withdraws planned firings, cancels waiting ones; RUNNING get cancel_requested. */
+  delete(id: string, nowMs: number): Promise<{ deleted: boolean; runningIds: string[] }>;
+  setPaused(id: string, paused: boolean, nextFireAt: number | null, nowMs: number): Promise<Job | null>;
+  /** Jobs the planner must look at: not paused, next_fire_at <= untilMs, oldest first. */
+  due(untilMs: number, limit: number): Promise<Job[]>;
+}
+
+export interface FiringStore {
+  get(id: string): Promise<Firing | null>;
+  listByJob(jobId: string, limit: number, cursor: string | null): Promise<FiringPage>;
+  list(state: FiringState | null, limit: number, cursor: string | null): Promise<FiringPage>;
+  /** Enqueues through the lease: nothing is written unless `fence` still holds it. */
+  applyPlan(fence: Fence, entries: PlanEntry[], nowMs: number): Promise<PlanResult>;
+  /** A manual firing (trigger); not fenced, it is an API write. Null on an instant collision. */
+  insertManual(f: NewFiring, epoch: number, nowMs: number): Promise<Firing | null>;
+  /** Undelivered first attempts older than `beforeMs` (misfire recovery input). */
+  missedStored(beforeMs: number, limit: number): Promise<Firing[]>;
+  /** SCHEDULED/RETRYING firings due by untilMs, claimed for nodeId. */
+  claimReady(nodeId: string, untilMs: number, claimUntilMs: number, limit: number, nowMs: number): Promise<Firing[]>;
+  /** CLAIMED by nodeId -> RUNNING (attempts + 1); returns the ones that moved. */
+  markRunning(nodeId: string, ids: string[], nowMs: number): Promise<Firing[]>;
+  /** RUNNING by nodeId -> outcome, each a CAS; returns which ids moved. */
+  finish(nodeId: string, outcomes: FiringOutcome[], nowMs: number): Promise<Set<string>>;
+  /** CLAIMED by nodeId -> SKIPPED with a reason. */
+  skipClaimed(nodeId: string, ids: string[], reason: string, nowMs: number): Promise<Set<string>>;
+  /** CLAIMED by nodeId -> back to SCHEDULED/RETRYING (handed back on shutdown). */
+  release(nodeId: string, ids: string[], nowMs: number): Promise<void>;
+  renewClaims(nodeId: string, claimUntilMs: number): Promise<number>;
+  /** Claims whose holder stopped renewing go back to SCHEDULED/RETRYING. */
+  reclaimExpired(nowMs: number): Promise<number>;
+  /** Firing ids holding a concurrency slot (RUNNING/RETRYING) per job: the gate's starting state. */
+  activeByJob(): Promise<Map<string, string[]>>;
+  cancel(id: string, nowMs: number): Promise<CancelResult>;
+  retryDead(id: string, nowMs: number): Promise<Firing | null>;
+  /** Of `ids`, those whose cancel was requested while RUNNING. */
+  cancelRequested(ids: string[]): Promise<string[]>;
+}
+
+export interface Store {
+  jobs: JobStore;
+  firings: FiringStore;
+  lease: LeaseStore;
+  close(): void;
+}
+
+export type { JobSpec };

@@ -1,0 +1,203 @@
+// What the API asks of the scheduler: job and firing operations with their rules (when the next
+// instant is computed, what a change withdraws, how cancel reaches a running request). The
+// HTTP layer validates and shapes; this layer decides; the store persists.
+
+import type { Clock } from "./clock.ts";
+import type { Dispatcher } from "./dispatcher.ts";
+import { newFiringId } from "./ids.ts";
+import type { Leader } from "./leader.ts";
+import type { Firing, FiringState, Job, JobSpec } from "./model.ts";
+import type { Planner } from "./planner.ts";
+import type { CancelResult, FiringPage, JobPage, Store } from "./ports.ts";
+import { compileSchedule, parseInstantMs } from "./schedule.ts";
+
+export class NotFoundError extends Error {}
+export class ConflictError extends Error {}
+
+/** Earliest representable instant: asking next() after it yields a one-shot's own instant. */
+const BEGINNING_MS = -8.64e15;
+
+export class SchedulerService {
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+    private readonly planner: Planner,
+    private readonly dispatcher: Dispatcher,
+    private readonly leader: Leader,
+  ) {}
+
+  /** A fresh job row for `spec` as of now: anchor and first instant computed. */
+  private newJob(spec: JobSpec, now: number): Job {
+    const anchorAt = anchorOf(spec, now);
+    return {
+      spec,
+      paused: false,
+      nextFireAt: firstInstant(spec, anchorAt, now),
+      lastFiredAt: null,
+      anchorAt,
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
+    };
+  }
+
+  async create(spec: JobSpec): Promise<Job> {
+    const job = this.newJob(spec, this.clock.now());
+    if (!(await this.store.jobs.insert(job))) throw new ConflictError(`job "${spec.id}" already exists`);
+    this.planner.wake();
+    return job;
+  }
+
+  async createMany(specs: JobSpec[]): Promise<string[]> {
+    const now = this.clock.now();
+    const seen = new Set<string>();
+    for (const s of specs) {
+      if (seen.has(s.id)) throw new ConflictError(`job "${s.id}" appears twice in the batch`);
+      seen.add(s.id);
+    }
+    const result = await this.store.jobs.insertMany(specs.map((s) => this.newJob(s, now)));
+    if (!Array.isArray(result)) throw new ConflictError(`job "${result.duplicate}" already exists`);
+    this.planner.wake();
+    return result;
+  }
+
+  /** PUT: create, or replace the definition; an identical definition changes nothing. */
+  async put(spec: JobSpec): Promise<{ job: Job; created: boolean }> {
+    const existing = await this.store.jobs.get(spec.id);
+    if (existing && JSON.stringify(existing.spec) === JSON.stringify(spec)) return { job: existing, created: false };
+    const now = this.clock.now();
+    const outcome = await this.store.jobs.upsert(this.newJob(spec, now), now);
+    this.afterChange(spec.id);
+    return { job: (await this.get(spec.id))!, created: outcome === "created" };
+  }
+
+  async get(id: string): Promise<Job | null> {
+    return this.store.jobs.get(id);
+  }
+
+  async require(id: string): Promise<Job> {
+    const job = await this.store.jobs.get(id);
+    if (!job) throw new NotFoundError(`job "${id}" not found`);
+    return job;
+  }
+
+  list(limit: number, cursor: string | null): Promise<JobPage> {
+    return this.store.jobs.list(limit, cursor);
+  }
+
+  /** PATCH: `spec` is the merged, validated definition. A schedule change takes effect from now. */
+  async update(current: Job, spec: JobSpec): Promise<Job> {
+    const now = this.clock.now();
+    const scheduleChanged = JSON.stringify(current.spec.schedule) !== JSON.stringify(spec.schedule);
+    const next: Job = { ...current, spec, updatedAt: now };
+    if (scheduleChanged) {
+      next.anchorAt = anchorOf(spec, now);
+      next.nextFireAt = current.paused ? null : firstInstant(spec, next.anchorAt, now);
+    }
+    if (!(await this.store.jobs.update(next, current.version, now, scheduleChanged))) {
+      throw new ConflictError(`job "${spec.id}" was changed concurrently; retry`);
+    }
+    this.afterChange(spec.id);
+    return (await this.get(spec.id)) ?? next;
+  }
+
+  async delete(id: string): Promise<void> {
+    const { deleted, runningIds } = await this.store.jobs.delete(id, this.clock.now());
+    if (!deleted) throw new NotFoundError(`job "${id}" not found`);
+    for (const firingId of runningIds) this.dispatcher.abort(firingId);
+    this.dispatcher.forgetJob(id);
+  }
+
+  async pause(id: string): Promise<Job> {
+    const job = await this.store.jobs.setPaused(id, true, null, this.clock.now());
+    if (!job) throw new NotFoundError(`job "${id}" not found`);
+    return job;
+  }
+
+  /** Paused time is not a misfire: the schedule resumes at its next instant after now. */
+  async resume(id: string): Promise<Job> {
+    const current = await this.require(id);
+    if (!current.paused) return current;
+    const now = this.clock.now();
+    const next = compileSchedule(current.spec.schedule, current.anchorAt).next(now);
+    const job = await this.store.jobs.setPaused(id, false, next, now);
+    if (!job) throw new NotFoundError(`job "${id}" not found`);
+    this.planner.wake();
+    return job;
+  }
+
+  /** Fire now, once; the firing obeys the job's concurrency and overlap settings. */
+  async trigger(id: string): Promise<Firing> {
+    const job = await this.require(id);
+    const lease = await this.store.lease.read();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const now = this.clock.now() + attempt; // two triggers in one ms would share an instant
+      const firing = await this.store.firings.insertManual(
+        { id: newFiringId(now), jobId: id, scheduledAt: now, catchup: false, manual: true, priority: job.spec.priority },
+        lease.epoch,
+        now,
+      );
+      if (firing) {
+        this.dispatcher.poke();
+        return firing;
+      }
+    }
+    throw new ConflictError(`could not trigger job "${id}": instant taken, retry`);
+  }
+
+  getFiring(id: string): Promise<Firing | null> {
+    return this.store.firings.get(id);
+  }
+
+  listFirings(state: FiringState | null, limit: number, cursor: string | null): Promise<FiringPage> {
+    return this.store.firings.list(state, limit, cursor);
+  }
+
+  async listJobFirings(jobId: string, limit: number, cursor: string | null): Promise<FiringPage> {
+    await this.require(jobId);
+    return this.store.firings.listByJob(jobId, limit, cursor);
+  }
+
+  async cancelFiring(id: string): Promise<CancelResult> {
+    const before = await this.store.firings.get(id);
+    const result = await this.store.firings.cancel(id, this.clock.now());
+    if (result === "cancel-accepted") this.dispatcher.abort(id);
+    if (result === "cancel-completed" && before) this.dispatcher.dropWaiting(before);
+    return result;
+  }
+
+  async retryFiring(id: string): Promise<Firing> {
+    const firing = await this.store.firings.retryDead(id, this.clock.now());
+    if (!firing) {
+      const current = await this.store.firings.get(id);
+      if (!current) throw new NotFoundError(`firing "${id}" not found`);
+      throw new ConflictError(`firing "${id}" is ${current.state}; only DEAD firings can be retried`);
+    }
+    this.dispatcher.poke();
+    return firing;
+  }
+
+  isLeader(): boolean {
+    return this.leader.current() !== null;
+  }
+
+  private afterChange(jobId: string): void {
+    this.dispatcher.forgetJob(jobId);
+    this.planner.wake();
+  }
+}
+
+/** `every` series start at start_at, else at the moment the schedule was set. */
+function anchorOf(spec: JobSpec, now: number): number {
+  const start = spec.schedule.start_at ? parseInstantMs(spec.schedule.start_at) : null;
+  return start ?? now;
+}
+
+/**
+ * First instant to enqueue. A one-shot keeps its instant even when it is already past: it is
+ * then late (fired at once) or, beyond the misfire threshold, handled by its misfire policy.
+ */
+function firstInstant(spec: JobSpec, anchorAt: number, now: number): number | null {
+  const schedule = compileSchedule(spec.schedule, anchorAt);
+  return schedule.next("at" in spec.schedule ? BEGINNING_MS : now);
+}

@@ -1,0 +1,19 @@
+// The libSQL implementation of core's Store port: the one place that knows SQL.
+
+import type { Store } from "../core/ports.ts";
+import { openDatabase } from "./db.ts";
+import { LibsqlFiringStore } from "./firings.ts";
+import { LibsqlJobStore } from "./jobs.ts";
+import { LibsqlLeaseStore } from "./lease.ts";
+
+export { InvalidCursorError } from "./rows.ts";
+
+export async function openStore(url: string): Promise<Store> {
+  const db = await openDatabase(url);
+  return {
+    jobs: new LibsqlJobStore(db),
+    firings: new LibsqlFiringStore(db),
+    lease: new LibsqlLeaseStore(db),
+    close: () => db.close(),
+  };
+}

@@ -1,0 +1,87 @@
+// Maps result rows to the domain types and back, and encodes keyset cursors.
+// Times are INTEGER epoch ms in every column; booleans are 0/1.
+
+import type { Row } from "@libsql/client";
+import type { Firing, FiringState, Job, JobSpec } from "../core/model.ts";
+
+const num = (v: unknown): number => Number(v);
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+export const JOB_COLUMNS =
+  "id, spec, paused, next_fire_at, last_fired_at, anchor_at, version, created_at, updated_at";
+
+export function rowToJob(r: Row): Job {
+  return {
+    spec: JSON.parse(String(r.spec)) as JobSpec,
+    paused: num(r.paused) === 1,
+    nextFireAt: numOrNull(r.next_fire_at),
+    lastFiredAt: numOrNull(r.last_fired_at),
+    anchorAt: num(r.anchor_at),
+    version: num(r.version),
+    createdAt: num(r.created_at),
+    updatedAt: num(r.updated_at),
+  };
+}
+
+export function jobArgs(j: Job): (string | number | null)[] {
+  return [
+    j.spec.id,
+    JSON.stringify(j.spec),
+    j.paused ? 1 : 0,
+    j.nextFireAt,
+    j.lastFiredAt,
+    j.anchorAt,
+    j.version,
+    j.createdAt,
+    j.updatedAt,
+  ];
+}
+
+export const FIRING_COLUMNS =
+  "id, job_id, scheduled_at, state, attempts, catchup, manual, epoch, priority, last_error, next_attempt_at, claimed_by, claim_expires_at, cancel_requested, created_at, updated_at";
+
+export function rowToFiring(r: Row): Firing {
+  return {
+    id: String(r.id),
+    jobId: String(r.job_id),
+    scheduledAt: num(r.scheduled_at),
+    state: String(r.state) as FiringState,
+    attempts: num(r.attempts),
+    catchup: num(r.catchup) === 1,
+    manual: num(r.manual) === 1,
+    epoch: num(r.epoch),
+    lastError: r.last_error === null ? null : String(r.last_error),
+    nextAttemptAt: num(r.next_attempt_at),
+    claimedBy: r.claimed_by === null ? null : String(r.claimed_by),
+    claimExpiresAt: numOrNull(r.claim_expires_at),
+    cancelRequested: num(r.cancel_requested) === 1,
+    createdAt: num(r.created_at),
+    updatedAt: num(r.updated_at),
+  };
+}
+
+export function encodeCursor(parts: (string | number)[]): string {
+  return Buffer.from(JSON.stringify(parts)).toString("base64url");
+}
+
+/** Null for a cursor this server did not make; the API turns that into a 400. */
+export function decodeCursor(cursor: string, shape: ("string" | "number")[]): (string | number)[] | null {
+  try {
+    const parts: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+    if (!Array.isArray(parts) || parts.length !== shape.length) return null;
+    return parts.every((p, i) => typeof p === shape[i]) ? (parts as (string | number)[]) : null;
+  } catch {
+    return null;
+  }
+}
+
+export class InvalidCursorError extends Error {
+  constructor() {
+    super("cursor is not one this server returned");
+  }
+}
+
+/** `?, ?, ?` for n values. */
+export function placeholders(n: number): string {
+  return new Array(n).fill("?").join(", ");
+}
