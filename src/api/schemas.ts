@@ -71,8 +71,10 @@ export const ScheduleSchema = v.pipe(
   }),
 );
 
-const jsonSize = (max: number, what: string) =>
-  v.check((value: unknown) => JSON.stringify(value ?? null).length <= max, `${what} must be at most ${max} bytes of JSON`);
+function jsonSize<T>(max: number, what: string) {
+  const message = `${what} must be at most ${max} bytes of JSON`;
+  return v.check<T, string>((value) => JSON.stringify(value ?? null).length <= max, message);
+}
 
 const TargetSchema = v.strictObject({
   url: v.pipe(

@@ -6,10 +6,10 @@ import type { Clock } from "./clock.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import { newFiringId } from "./ids.ts";
 import type { Leader } from "./leader.ts";
-import type { Firing, FiringState, Job, JobSpec } from "./model.ts";
+import type { Firing, FiringState, Job, JobSpec, Schedule } from "./model.ts";
 import type { Planner } from "./planner.ts";
 import type { CancelResult, FiringPage, JobPage, Store } from "./ports.ts";
-import { compileSchedule, parseInstantMs } from "./schedule.ts";
+import { compileSchedule, parseInstantMs, previewTimes } from "./schedule.ts";
 
 export class NotFoundError extends Error {}
 export class ConflictError extends Error {}
@@ -175,6 +175,13 @@ export class SchedulerService {
     }
     this.dispatcher.poke();
     return firing;
+  }
+
+  /** The next `count` instants after `fromMs` (default now), by the code the planner uses. */
+  preview(schedule: Schedule, fromMs: number | null, count: number): number[] {
+    const from = fromMs ?? this.clock.now();
+    const start = schedule.start_at ? parseInstantMs(schedule.start_at) : null;
+    return previewTimes(schedule, start ?? from, from, count);
   }
 
   isLeader(): boolean {
