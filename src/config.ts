@@ -16,6 +16,7 @@ export interface ServeConfig {
   leaseMs: number;
   misfireThresholdMs: number;
   maxInFlight: number;
+  planAheadMs: number;
   logLevel: LogLevel;
 }
 
@@ -30,6 +31,7 @@ const FLAGS = {
   "lease-ms": { type: "string", default: "5000" },
   "misfire-threshold-ms": { type: "string", default: "60000" },
   "max-in-flight": { type: "string", default: "512" },
+  "plan-ahead-ms": { type: "string", default: "10000" },
   "log-level": { type: "string", default: "info" },
 } as const;
 
@@ -44,6 +46,7 @@ export const FLAG_HELP: Record<keyof typeof FLAGS, string> = {
   "lease-ms": "leader lease TTL in ms",
   "misfire-threshold-ms": "how late a firing may be found before its misfire policy applies",
   "max-in-flight": "webhook requests in flight from this node at most",
+  "plan-ahead-ms": "how far ahead the leader enqueues firings and nodes claim them",
   "log-level": "debug, info, warn or error",
 };
 
@@ -88,6 +91,7 @@ export function parseServeConfig(argv: string[], env: Record<string, string | un
     leaseMs: int("lease-ms", get("lease-ms")!, 300, 60_000),
     misfireThresholdMs: int("misfire-threshold-ms", get("misfire-threshold-ms")!, 0, 86_400_000),
     maxInFlight: int("max-in-flight", get("max-in-flight")!, 1, 100_000),
+    planAheadMs: int("plan-ahead-ms", get("plan-ahead-ms")!, 100, 600_000),
     logLevel: logLevel as LogLevel,
   };
 }

@@ -38,7 +38,13 @@ export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promis
     store,
     clock,
     o.send ?? httpSender,
-    { ...DEFAULT_DISPATCHER_OPTIONS, nodeId: cfg.nodeId, signingSecret: cfg.signingSecret, maxInFlight: cfg.maxInFlight },
+    {
+      ...DEFAULT_DISPATCHER_OPTIONS,
+      nodeId: cfg.nodeId,
+      signingSecret: cfg.signingSecret,
+      maxInFlight: cfg.maxInFlight,
+      lookaheadMs: cfg.planAheadMs,
+    },
     log,
     o.events,
   );
@@ -46,7 +52,7 @@ export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promis
     store,
     leader,
     clock,
-    { ...DEFAULT_PLANNER_OPTIONS, misfireThresholdMs: cfg.misfireThresholdMs, ...o.planner },
+    { ...DEFAULT_PLANNER_OPTIONS, misfireThresholdMs: cfg.misfireThresholdMs, horizonMs: cfg.planAheadMs, ...o.planner },
     () => dispatcher.poke(),
     log,
   );

@@ -5,9 +5,10 @@ import type { Firing, Job } from "../core/model.ts";
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
 export function presentJob(job: Job) {
+  const { id, ...rest } = job.spec;
   return {
-    id: job.spec.id,
-    ...job.spec,
+    id, // first, for people reading curl output
+    ...rest,
     paused: job.paused,
     next_fire_at: iso(job.nextFireAt),
     last_fired_at: iso(job.lastFiredAt),
