@@ -138,4 +138,47 @@ describe("delivery", () => {
     const [a, b] = receiver.forJob("throttled");
     expect(b!.arrivedAt - a!.arrivedAt).toBeGreaterThanOrEqual(990);
   });
+
+  test("cancel: a queued firing completes at once (200), a running one is aborted (202), a finished one is 409", async () => {
+    receiver.script("slow", [{ status: 200, delayMs: 30_000 }]);
+    await node.api("PUT", "/v1/jobs/slow", {
+      schedule: { cron: "0 0 1 1 *" },
+      target: { url: `${receiver.url}/slow`, timeout_ms: 60_000 },
+      concurrency: { max: 1, overlap: "queue", max_queue: 5 },
+    });
+    const running = (await node.api("POST", "/v1/jobs/slow/trigger")).json;
+    await receiver.waitFor((r) => r.some((x) => x.headers["cronwheel-firing-id"] === running.id));
+    const queued = (await node.api("POST", "/v1/jobs/slow/trigger")).json;
+    await waitState(queued.id, ["CLAIMED"]); // waiting behind the cap
+    const c1 = await node.api("POST", `/v1/firings/${queued.id}/cancel`);
+    expect(c1.status).toBe(200);
+    expect(c1.json).toEqual({ outcome: "cancel-completed" });
+    expect((await node.api("GET", `/v1/firings/${queued.id}`)).json.state).toBe("CANCELLED");
+    const abortedBefore = receiver.aborted;
+    const c2 = await node.api("POST", `/v1/firings/${running.id}/cancel`);
+    expect(c2.status).toBe(202);
+    expect(c2.json).toEqual({ outcome: "cancel-accepted" });
+    await receiver.waitFor(() => receiver.aborted > abortedBefore, 3_000);
+    const ended = await waitState(running.id, ["CANCELLED"], 3_000);
+    expect(ended.attempts).toBe(1);
+    await Bun.sleep(1200); // no retry after a cancel
+    expect(receiver.forJob("slow").filter((r) => r.headers["cronwheel-firing-id"] === running.id)).toHaveLength(1);
+    expect((await node.api("POST", `/v1/firings/${running.id}/cancel`)).status).toBe(409);
+  });
+
+  test("an every-second job whose handler takes 2.5 s never has two requests in flight (skip)", async () => {
+    receiver.script("overlap", Array.from({ length: 10 }, () => ({ status: 200, delayMs: 2500 })));
+    await node.api("PUT", "/v1/jobs/overlap", {
+      schedule: { every: "1s" },
+      target: { url: `${receiver.url}/o`, timeout_ms: 10_000 },
+    });
+    await Bun.sleep(6_000);
+    await node.api("DELETE", "/v1/jobs/overlap");
+    const got = receiver.forJob("overlap");
+    expect(got.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < got.length; i++) expect(got[i]!.arrivedAt - got[i - 1]!.arrivedAt).toBeGreaterThanOrEqual(2400);
+    const skipped = (await node.api("GET", "/v1/firings?state=SKIPPED&limit=1000")).json.items.filter((f: any) => f.job_id === "overlap");
+    expect(skipped.length).toBeGreaterThanOrEqual(2);
+    expect(skipped[0].last_error).toContain("overlap skip");
+  });
 });

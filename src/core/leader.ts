@@ -21,6 +21,8 @@ export class Leader {
   private deadlineMono = 0;
   private stopTimer: (() => void) | null = null;
   private running = false;
+  /** Set by stop(): a round still in flight must not take the lease afterwards. */
+  private stopped = false;
   private readonly listeners: LeadershipListener[] = [];
   readonly renewEveryMs: number;
   private readonly safetyMs: number;
@@ -57,6 +59,7 @@ export class Leader {
 
   async stop(): Promise<void> {
     this.running = false;
+    this.stopped = true;
     this.stopTimer?.();
     const fence = this.fence;
     if (fence) {
@@ -78,7 +81,7 @@ export class Leader {
         return;
       }
       const info = await this.lease.tryAcquire(this.opts.nodeId, this.opts.leaseMs);
-      if (info && this.running) {
+      if (info && !this.stopped) {
         this.fence = { nodeId: this.opts.nodeId, epoch: info.epoch };
         this.deadlineMono = startedMono + this.opts.leaseMs - this.safetyMs;
         this.log.info("leadership won", { epoch: info.epoch });

@@ -36,7 +36,8 @@ export const DEFAULT_PLANNER_OPTIONS: PlannerOptions = {
 export type EnqueuedListener = (firings: Firing[]) => void;
 
 export class Planner {
-  private readonly compiled = new Map<string, { version: number; schedule: CompiledSchedule }>();
+  /** Compiled schedules by job id, valid while the schedule and anchor are the same (ids can be reused). */
+  private readonly compiled = new Map<string, { key: string; schedule: CompiledSchedule }>();
   private timerCancel: (() => void) | null = null;
   private running = false;
   private busy: Promise<void> | null = null;
@@ -152,10 +153,12 @@ export class Planner {
   }
 
   private compile(job: Job): CompiledSchedule {
+    const key = `${job.anchorAt}:${JSON.stringify(job.spec.schedule)}`;
     const hit = this.compiled.get(job.spec.id);
-    if (hit && hit.version === job.version) return hit.schedule;
+    if (hit && hit.key === key) return hit.schedule;
     const schedule = compileSchedule(job.spec.schedule, job.anchorAt);
-    this.compiled.set(job.spec.id, { version: job.version, schedule });
+    if (this.compiled.size >= 100_000) this.compiled.clear(); // a cache, not a second copy of the jobs table
+    this.compiled.set(job.spec.id, { key, schedule });
     return schedule;
   }
 
