@@ -1,0 +1,109 @@
+// The store's compare-and-set rules on a real libSQL file: fencing by epoch, the lease on the
+// database clock, and job updates that withdraw planned firings only when they win.
+
+import { describe, expect, test } from "bun:test";
+import type { Job } from "../src/core/model.ts";
+import type { PlanEntry, Store } from "../src/core/ports.ts";
+import { openStore } from "../src/store/index.ts";
+import { tempDbUrl } from "./helpers/node.ts";
+
+const job = (id: string, nextFireAt: number): Job => ({
+  spec: {
+    id,
+    schedule: { every: "1s" },
+    target: { url: "http://127.0.0.1:9/x", method: "POST", headers: {}, timeout_ms: 1000 },
+    retry: { max_attempts: 3, initial_backoff_ms: 1000, max_backoff_ms: 60000 },
+    misfire: { policy: "fire_once", max_catchup: 100 },
+    concurrency: { max: 1, overlap: "skip", max_queue: 10 },
+    priority: "normal",
+    metadata: {},
+  },
+  paused: false,
+  nextFireAt,
+  lastFiredAt: null,
+  anchorAt: 0,
+  createdAt: 0,
+  updatedAt: 0,
+  version: 1,
+});
+
+const entry = (jobId: string, at: number, version = 1): PlanEntry => ({
+  jobId,
+  version,
+  nextFireAt: at + 1000,
+  lastFiredAt: at,
+  firings: [{ id: `f_${jobId}_${at}`, jobId, scheduledAt: at, catchup: false, manual: false, priority: "normal" }],
+  skipStoredIds: [],
+  catchupStoredIds: [],
+});
+
+async function fresh(): Promise<Store> {
+  return openStore(tempDbUrl());
+}
+
+describe("store", () => {
+  test("only the current epoch can enqueue; a stale leader's plan writes nothing", async () => {
+    const s = await fresh();
+    await s.jobs.insert(job("a", 1000));
+    const first = await s.lease.tryAcquire("n1", 50);
+    expect(first?.epoch).toBe(1);
+    expect(await s.lease.tryAcquire("n2", 50)).toBeNull(); // not expired yet
+    await Bun.sleep(80);
+    const second = await s.lease.tryAcquire("n2", 5000);
+    expect(second?.epoch).toBe(2);
+    const stale = await s.firings.applyPlan({ nodeId: "n1", epoch: 1 }, [entry("a", 1000)], 1);
+    expect(stale).toEqual({ fenced: false, inserted: [] });
+    expect((await s.jobs.get("a"))!.nextFireAt).toBe(1000);
+    expect((await s.firings.listByJob("a", 10, null)).items).toEqual([]);
+    expect(await s.lease.renew({ nodeId: "n1", epoch: 1 }, 5000)).toBe(false);
+    const ok = await s.firings.applyPlan({ nodeId: "n2", epoch: 2 }, [entry("a", 1000)], 1);
+    expect(ok.fenced).toBe(true);
+    expect(ok.inserted.map((f) => [f.scheduledAt, f.epoch, f.state])).toEqual([[1000, 2, "SCHEDULED"]]);
+    expect((await s.jobs.get("a"))!.nextFireAt).toBe(2000);
+    // The same (job, instant) again is one firing.
+    const again = await s.firings.applyPlan({ nodeId: "n2", epoch: 2 }, [entry("a", 1000)], 1);
+    expect(again.inserted).toEqual([]);
+    s.close();
+  });
+
+  test("a plan computed from an old job version changes nothing for that job", async () => {
+    const s = await fresh();
+    await s.jobs.insert(job("b", 1000));
+    const lease = (await s.lease.tryAcquire("n", 5000))!;
+    const changed = { ...job("b", 5000), version: 1 };
+    expect(await s.jobs.update(changed, 1, 0, true)).toBe(true); // now version 2
+    const r = await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [entry("b", 1000, 1)], 1);
+    expect(r.fenced).toBe(true);
+    expect(r.inserted).toEqual([]);
+    expect((await s.jobs.get("b"))!.nextFireAt).toBe(5000);
+    s.close();
+  });
+
+  test("an update that loses its version check withdraws nothing", async () => {
+    const s = await fresh();
+    const now = Date.now();
+    await s.jobs.insert(job("c", now + 1000));
+    const lease = (await s.lease.tryAcquire("n", 5000))!;
+    await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [entry("c", now + 1000)], now);
+    expect(await s.jobs.update(job("c", now + 9000), 7, now, true)).toBe(false);
+    expect((await s.firings.listByJob("c", 10, null)).items).toHaveLength(1);
+    expect(await s.jobs.update(job("c", now + 9000), 1, now, true)).toBe(true);
+    expect((await s.firings.listByJob("c", 10, null)).items).toHaveLength(0); // planned ahead: withdrawn
+    s.close();
+  });
+
+  test("claims: one node wins a firing; an expired claim goes back to SCHEDULED", async () => {
+    const s = await fresh();
+    await s.jobs.insert(job("d", 1000));
+    const lease = (await s.lease.tryAcquire("n", 5000))!;
+    await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [entry("d", 1000)], 0);
+    const [x, y] = await Promise.all([s.firings.claimReady("x", 2000, 10, 100, 0), s.firings.claimReady("y", 2000, 10, 100, 0)]);
+    expect(x.length + y.length).toBe(1);
+    expect(await s.firings.reclaimExpired(5)).toBe(0);
+    expect(await s.firings.reclaimExpired(11)).toBe(1);
+    const back = (await s.firings.listByJob("d", 10, null)).items[0]!;
+    expect(back.state).toBe("SCHEDULED");
+    expect(back.claimedBy).toBeNull();
+    s.close();
+  });
+});
