@@ -80,7 +80,11 @@ export class Dispatcher {
     for (const cancel of this.timers) cancel();
     this.wheelTimer?.cancel();
     await this.feeding;
-    const unsent = [...this.ready.splice(0), ...this.wheel.advance(Number.MAX_SAFE_INTEGER).map((e) => e.value)];
+    const unsent = [
+      ...this.ready.splice(0),
+      ...this.gate.takeAllWaiting(),
+      ...this.wheel.advance(Number.MAX_SAFE_INTEGER).map((e) => e.value),
+    ];
     await this.store.firings.release(this.opts.nodeId, unsent.map((f) => f.id), this.clock.now()).catch(() => {});
     const deadline = this.clock.monoNow() + graceMs;
     while (this.inFlight.size > 0 && this.clock.monoNow() < deadline) await this.clock.sleep(20);
@@ -189,16 +193,24 @@ export class Dispatcher {
     const missing = firings.filter((f) => !this.jobs.has(f.jobId));
     if (missing.length > 0) await this.loadJobs(missing).catch((err) => this.log.error("loading jobs failed", { err: String(err) }));
     const skips = new Map<string, string[]>();
+    const orphans: string[] = [];
     for (const f of firings) {
       const job = this.jobs.get(f.jobId);
-      if (!job) continue; // deleted: the store already cancelled its firings
+      if (!job) {
+        // Deleted (the store already cancelled it) or unreadable just now: hand it back either
+        // way, so nothing stays claimed by a node that no longer holds it in memory.
+        orphans.push(f.id);
+        continue;
+      }
       const a = this.gate.admit(f, job.spec.concurrency);
       if (a.kind === "run") this.ready.push(f);
       else if (a.kind === "skip") skips.set(a.reason, [...(skips.get(a.reason) ?? []), f.id]);
     }
     for (const [reason, ids] of skips) {
-      await this.store.firings.skipClaimed(this.opts.nodeId, ids, reason, this.clock.now())
-        .catch((err) => this.log.error("recording skipped firings failed", { err: String(err) }));
+      await this.persist("recording skipped firings", () => this.store.firings.skipClaimed(this.opts.nodeId, ids, reason, this.clock.now()));
+    }
+    if (orphans.length > 0) {
+      await this.persist("handing back firings", () => this.store.firings.release(this.opts.nodeId, orphans, this.clock.now()));
     }
     void this.pump();
   }
@@ -244,7 +256,7 @@ export class Dispatcher {
       const ctx = { clock: this.clock, send: this.send, signingSecret: this.opts.signingSecret, random: this.random };
       outcome = await attempt(ctx, job.spec, firing, controller);
     }
-    const moved = await this.writeOutcome(outcome);
+    const moved = await this.persist("recording a delivery outcome", () => this.writer.write(outcome));
     this.inFlight.delete(firing.id);
     if (moved) {
       if (outcome.state === "DEAD") this.log.warn("firing dead", { firing_id: firing.id, job_id: firing.jobId, error: outcome.error });
@@ -260,13 +272,16 @@ export class Dispatcher {
     void this.pump();
   }
 
-  /** Outcome writes must land: a firing left RUNNING would be renewed forever by this node. */
-  private async writeOutcome(outcome: FiringOutcome): Promise<boolean> {
+  /**
+   * Writes that decide a firing's fate must land: a firing this node forgot while it still
+   * claims it would be renewed forever and never delivered. Retries with capped backoff.
+   */
+  private async persist<T>(what: string, write: () => Promise<T>): Promise<T> {
     for (let wait = 50; ; wait = Math.min(wait * 2, 2_000)) {
       try {
-        return await this.writer.write(outcome);
+        return await write();
       } catch (err) {
-        this.log.error("recording a delivery outcome failed; retrying", { firing_id: outcome.id, err: String(err) });
+        this.log.error(`${what} failed; retrying`, { err: String(err) });
         await this.clock.sleep(wait);
       }
     }

@@ -92,6 +92,13 @@ export class ConcurrencyGate {
     return s?.waiting ?? [];
   }
 
+  /** Empties every overlap queue (shutdown hands these firings back to the store). */
+  takeAllWaiting(): Firing[] {
+    const out: Firing[] = [];
+    for (const s of this.jobs.values()) out.push(...s.waiting.splice(0));
+    return out;
+  }
+
   running(jobId: string): number {
     return this.jobs.get(jobId)?.holders.size ?? 0;
   }
