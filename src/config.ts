@@ -10,7 +10,8 @@ export interface ServeConfig {
   host: string;
   port: number;
   nodeId: string;
-  advertise: string;
+  /** Null: the listening address, known once the port is bound. */
+  advertise: string | null;
   token: string | null;
   signingSecret: string | null;
   leaseMs: number;
@@ -85,7 +86,7 @@ export function parseServeConfig(argv: string[], env: Record<string, string | un
     host,
     port,
     nodeId: get("node-id") ?? newNodeId(),
-    advertise: get("advertise") ?? `http://${host}:${port}`,
+    advertise: get("advertise") ?? null,
     token: get("token") || null,
     signingSecret: get("signing-secret") || null,
     leaseMs: int("lease-ms", get("lease-ms")!, 300, 60_000),

@@ -1,16 +1,19 @@
-// Wires one cronwheel node: store, leader, planner, dispatcher, service and HTTP server.
-// main.ts calls it for `serve`; tests call it to run real nodes in-process.
+// Wires one cronwheel node: store, membership, leader, planner, dispatcher, service and HTTP
+// server. main.ts calls it for `serve`; tests call it to run real nodes in-process.
 
 import { createApp } from "./api/app.ts";
 import type { ServeConfig } from "./config.ts";
 import { systemClock, type Clock } from "./core/clock.ts";
 import { DEFAULT_DISPATCHER_OPTIONS, Dispatcher, type DispatcherEvents } from "./core/dispatcher.ts";
+import { Handoff } from "./core/handoff.ts";
 import { Leader } from "./core/leader.ts";
 import { jsonLogger, type Logger } from "./core/log.ts";
+import { Membership } from "./core/membership.ts";
 import { DEFAULT_PLANNER_OPTIONS, Planner, type PlannerOptions } from "./core/planner.ts";
 import { SchedulerService } from "./core/service.ts";
 import type { WebhookSender } from "./core/webhook.ts";
 import { httpSender } from "./net/http-sender.ts";
+import { peerPoker } from "./net/peer-client.ts";
 import { openStore } from "./store/index.ts";
 
 export interface NodeHandle {
@@ -29,43 +32,66 @@ export interface NodeOverrides {
   events?: DispatcherEvents;
 }
 
+/** Heartbeats every second; a node silent for 3.5 s is no longer given deliveries. */
+const HEARTBEAT_MS = 1_000;
+const ALIVE_MS = 3_500;
+
 export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promise<NodeHandle> {
   const clock = o.clock ?? systemClock;
   const log = o.log ?? jsonLogger(cfg.logLevel, { node: cfg.nodeId });
   const store = await openStore(cfg.db);
+
+  // The HTTP server starts first: with --port 0 the advertised address needs the real port.
+  let app: ReturnType<typeof createApp> | null = null;
+  const server = Bun.serve({
+    hostname: cfg.host,
+    port: cfg.port,
+    idleTimeout: 30,
+    fetch: (req) => (app ? app.fetch(req) : new Response("starting", { status: 503 })),
+  });
+  const port = server.port ?? cfg.port;
+  const url = `http://${cfg.host}:${port}`;
+  const advertise = cfg.advertise ?? url;
+
+  const membership = new Membership(store.nodes, clock, { nodeId: cfg.nodeId, address: advertise, heartbeatMs: HEARTBEAT_MS, aliveMs: ALIVE_MS }, log);
   const leader = new Leader(store.lease, clock, { nodeId: cfg.nodeId, leaseMs: cfg.leaseMs }, log);
   const dispatcher = new Dispatcher(
     store,
     clock,
     o.send ?? httpSender,
+    () => membership.liveIds(),
     {
       ...DEFAULT_DISPATCHER_OPTIONS,
       nodeId: cfg.nodeId,
       signingSecret: cfg.signingSecret,
       maxInFlight: cfg.maxInFlight,
-      lookaheadMs: cfg.planAheadMs,
+      lookaheadMs: Math.min(DEFAULT_DISPATCHER_OPTIONS.lookaheadMs, cfg.planAheadMs),
     },
     log,
     o.events,
   );
+  const handoff = new Handoff(cfg.nodeId, (id) => membership.addressOf(id), () => dispatcher.poke(), peerPoker(cfg.token), log);
   const planner = new Planner(
     store,
     leader,
     clock,
     { ...DEFAULT_PLANNER_OPTIONS, misfireThresholdMs: cfg.misfireThresholdMs, horizonMs: cfg.planAheadMs, ...o.planner },
-    () => dispatcher.poke(),
+    (firings) => handoff.notify(firings),
     log,
+    (jobId) => membership.ownerOf(jobId),
   );
-  const service = new SchedulerService(store, clock, planner, dispatcher, leader);
-  const app = createApp(service, { token: cfg.token, nodeId: cfg.nodeId, log });
+  const service = new SchedulerService(store, clock, planner, dispatcher, leader, {
+    ownerOf: (jobId) => membership.ownerOf(jobId),
+    notify: (firings) => handoff.notify(firings),
+    members: () => membership.members(),
+  });
+  app = createApp(service, { token: cfg.token, nodeId: cfg.nodeId, log });
 
+  await membership.start();
   await dispatcher.start();
   leader.start();
   planner.start();
-  const server = Bun.serve({ hostname: cfg.host, port: cfg.port, fetch: app.fetch, idleTimeout: 30 });
-  const port = server.port ?? cfg.port;
-  const url = `http://${cfg.host}:${port}`;
-  log.info("serving", { url, db: cfg.db, node_id: cfg.nodeId });
+  log.info("serving", { url, advertise, db: cfg.db, node_id: cfg.nodeId });
 
   let stopping: Promise<void> | null = null;
   return {
@@ -75,10 +101,11 @@ export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promis
     leader,
     stop(graceMs = 10_000) {
       stopping ??= (async () => {
-        await server.stop();
         await planner.stop();
         await leader.stop();
         await dispatcher.stop(graceMs);
+        await membership.stop();
+        await server.stop();
         store.close();
         log.info("stopped");
       })();

@@ -6,7 +6,7 @@ import type { Firing } from "../src/core/model.ts";
 
 const firing = (id: string, catchup = false): Firing => ({
   id, jobId: "j", scheduledAt: 0, state: "CLAIMED", attempts: 0, catchup, epoch: 1, lastError: null,
-  createdAt: 0, updatedAt: 0, nextAttemptAt: 0, claimedBy: "n", claimExpiresAt: 0, cancelRequested: false, manual: false,
+  createdAt: 0, updatedAt: 0, nextAttemptAt: 0, claimedBy: "n", claimExpiresAt: 0, cancelRequested: false, manual: false, owner: null,
 });
 const cap = (overlap: Concurrency["overlap"], max = 1, max_queue = 2): Concurrency => ({ max, overlap, max_queue });
 

@@ -32,7 +32,7 @@ const entry = (jobId: string, at: number, version = 1): PlanEntry => ({
   version,
   nextFireAt: at + 1000,
   lastFiredAt: at,
-  firings: [{ id: `f_${jobId}_${at}`, jobId, scheduledAt: at, catchup: false, manual: false, priority: "normal" }],
+  firings: [{ id: `f_${jobId}_${at}`, jobId, scheduledAt: at, catchup: false, manual: false, priority: "normal", owner: null }],
   skipStoredIds: [],
   catchupStoredIds: [],
 });
@@ -97,7 +97,7 @@ describe("store", () => {
     await s.jobs.insert(job("d", 1000));
     const lease = (await s.lease.tryAcquire("n", 5000))!;
     await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [entry("d", 1000)], 0);
-    const [x, y] = await Promise.all([s.firings.claimReady("x", 2000, 10, 100, 0), s.firings.claimReady("y", 2000, 10, 100, 0)]);
+    const [x, y] = await Promise.all([s.firings.claimReady("x", ["x", "y"], 2000, 10, 100, 0), s.firings.claimReady("y", ["x", "y"], 2000, 10, 100, 0)]);
     expect(x.length + y.length).toBe(1);
     expect(await s.firings.reclaimExpired(5)).toBe(0);
     expect(await s.firings.reclaimExpired(11)).toBe(1);

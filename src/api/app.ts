@@ -59,7 +59,7 @@ export function createApp(service: SchedulerService, opts: AppOptions): Hono {
 
   if (opts.token !== null) {
     const expected = digest(opts.token);
-    app.use("/v1/*", async (c, next) => {
+    const requireToken = async (c: Context, next: () => Promise<void>) => {
       const header = c.req.header("authorization") ?? "";
       const given = header.startsWith("Bearer ") ? header.slice(7) : null;
       // Compare digests in constant time, so neither content nor length leaks through timing.
@@ -68,7 +68,9 @@ export function createApp(service: SchedulerService, opts: AppOptions): Hono {
         return c.json(errorBody("unauthorized", "a valid bearer token is required"), 401);
       }
       await next();
-    });
+    };
+    app.use("/v1/*", requireToken);
+    app.use("/internal/*", requireToken);
   }
 
   app.post("/v1/jobs/batch", bodyLimit({ maxSize: BATCH_BODY_LIMIT_BYTES, onError: tooLarge }), async (c) => {
@@ -85,6 +87,23 @@ export function createApp(service: SchedulerService, opts: AppOptions): Hono {
   });
 
   app.use("/v1/*", bodyLimit({ maxSize: BODY_LIMIT_BYTES, onError: tooLarge }));
+
+  app.get("/v1/cluster", async (c) => {
+    const s = await service.clusterStatus();
+    const iso = (ms: number) => new Date(ms).toISOString();
+    return c.json({
+      leader: s.leader,
+      epoch: s.epoch,
+      lease_expires_at: iso(s.leaseExpiresAt),
+      nodes: s.nodes.map((n) => ({ id: n.id, address: n.address, last_seen_at: iso(n.lastSeenAt), alive: n.alive })),
+    });
+  });
+
+  // Between nodes: the leader tells a firing's owner to claim it now.
+  app.post("/internal/v1/poke", (c) => {
+    service.poke();
+    return c.body(null, 204);
+  });
 
   app.post("/v1/jobs", async (c) => {
     const spec = toJobSpec(parseOr400(JobInput, await jsonBody(c)));

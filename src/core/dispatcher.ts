@@ -14,7 +14,10 @@ import type { WebhookSender } from "./webhook.ts";
 
 export interface DispatcherOptions {
   nodeId: string;
-  /** Firings due within this much of now are claimed and put in the wheel. */
+  /**
+   * Firings due within this much of now are claimed and put in the wheel. Short, so a node
+   * that dies holds little: its claims must run out before others re-claim them.
+   */
   lookaheadMs: number;
   claimTtlMs: number;
   feedEveryMs: number;
@@ -24,8 +27,8 @@ export interface DispatcherOptions {
 }
 
 export const DEFAULT_DISPATCHER_OPTIONS: Omit<DispatcherOptions, "nodeId" | "signingSecret"> = {
-  lookaheadMs: 10_000,
-  claimTtlMs: 15_000,
+  lookaheadMs: 3_000,
+  claimTtlMs: 5_000,
   feedEveryMs: 1_000,
   maxInFlight: 512,
 };
@@ -56,6 +59,8 @@ export class Dispatcher {
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly send: WebhookSender,
+    /** The live nodes: firings owned by a node not among them are anyone's to take. */
+    private readonly liveIds: () => string[],
     private readonly opts: DispatcherOptions,
     private readonly log: Logger,
     private readonly events: DispatcherEvents = {},
@@ -153,7 +158,7 @@ export class Dispatcher {
       for (;;) {
         const now = this.clock.now();
         const claimed = await this.store.firings.claimReady(
-          this.opts.nodeId, now + this.opts.lookaheadMs, now + this.opts.claimTtlMs, CLAIM_BATCH, now,
+          this.opts.nodeId, this.liveIds(), now + this.opts.lookaheadMs, now + this.opts.claimTtlMs, CLAIM_BATCH, now,
         );
         await this.loadJobs(claimed);
         for (const f of claimed) this.wheel.add(f.id, f.nextAttemptAt, f);

@@ -120,6 +120,8 @@ export interface Firing {
   cancelRequested: boolean;
   /** Set for firings made by POST /v1/jobs/{id}/trigger. */
   manual: boolean;
+  /** Node assigned to deliver it (hash ring by job id at enqueue time); null = any. */
+  owner: string | null;
 }
 
 /** `<job id>:<scheduled instant in ms>` — the same on every attempt and duplicate. */

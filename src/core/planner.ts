@@ -51,6 +51,8 @@ export class Planner {
     private readonly opts: PlannerOptions,
     private readonly onEnqueued: EnqueuedListener,
     private readonly log: Logger,
+    /** The node to deliver a job's firings (the hash ring's choice); null = any node. */
+    private readonly ownerOf: (jobId: string) => string | null = () => null,
   ) {
     leader.onChange((e) => {
       if (e.kind === "elected") {
@@ -182,6 +184,7 @@ export class Planner {
       catchup,
       manual: false,
       priority: spec.priority,
+      owner: this.ownerOf(spec.id),
     });
     let next = job.nextFireAt;
     const late = next !== null && now - next > this.opts.misfireThresholdMs;

@@ -17,6 +17,8 @@ export interface NewFiring {
   catchup: boolean;
   manual: boolean;
   priority: Priority;
+  /** The node meant to deliver it; null lets any node take it. */
+  owner: string | null;
 }
 
 /** One job's share of a planning step, applied atomically with every other entry of the step. */
@@ -99,8 +101,11 @@ export interface FiringStore {
   insertManual(f: NewFiring, epoch: number, nowMs: number): Promise<Firing | null>;
   /** Undelivered first attempts older than `beforeMs` (misfire recovery input). */
   missedStored(beforeMs: number, limit: number): Promise<Firing[]>;
-  /** SCHEDULED/RETRYING firings due by untilMs, claimed for nodeId. */
-  claimReady(nodeId: string, untilMs: number, claimUntilMs: number, limit: number, nowMs: number): Promise<Firing[]>;
+  /**
+   * SCHEDULED/RETRYING firings due by untilMs that nodeId may take, claimed for it: its own,
+   * unowned ones, and those whose owner is not among `liveIds` (a dead node's share).
+   */
+  claimReady(nodeId: string, liveIds: string[], untilMs: number, claimUntilMs: number, limit: number, nowMs: number): Promise<Firing[]>;
   /** CLAIMED by nodeId -> RUNNING (attempts + 1); returns the ones that moved. */
   markRunning(nodeId: string, ids: string[], nowMs: number): Promise<Firing[]>;
   /** RUNNING by nodeId -> outcome, each a CAS; returns which ids moved. */
@@ -120,10 +125,27 @@ export interface FiringStore {
   cancelRequested(ids: string[]): Promise<string[]>;
 }
 
+export interface NodeRecord {
+  id: string;
+  address: string;
+  startedAt: number;
+  /** Last heartbeat, on the database's clock. */
+  lastSeenAt: number;
+}
+
+export interface NodeStore {
+  heartbeat(id: string, address: string): Promise<void>;
+  /** Every node row, with the database's clock at the time of reading. */
+  list(): Promise<{ nodes: NodeRecord[]; dbNowMs: number }>;
+  remove(id: string): Promise<void>;
+  prune(notSeenForMs: number): Promise<number>;
+}
+
 export interface Store {
   jobs: JobStore;
   firings: FiringStore;
   lease: LeaseStore;
+  nodes: NodeStore;
   close(): void;
 }
 

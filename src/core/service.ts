@@ -6,10 +6,25 @@ import type { Clock } from "./clock.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import { newFiringId } from "./ids.ts";
 import type { Leader } from "./leader.ts";
+import type { MemberView } from "./membership.ts";
 import type { Firing, FiringState, Job, JobSpec, Schedule } from "./model.ts";
 import type { Planner } from "./planner.ts";
 import type { CancelResult, FiringPage, JobPage, Store } from "./ports.ts";
 import { compileSchedule, parseInstantMs, previewTimes } from "./schedule.ts";
+
+/** What the service needs of the cluster: who owns a job, and how to wake a firing's owner. */
+export interface ClusterView {
+  ownerOf(jobId: string): string | null;
+  notify(firings: Firing[]): void;
+  members(): MemberView[];
+}
+
+export interface ClusterStatus {
+  leader: string | null;
+  epoch: number;
+  leaseExpiresAt: number;
+  nodes: MemberView[];
+}
 
 export class NotFoundError extends Error {}
 export class ConflictError extends Error {}
@@ -24,6 +39,7 @@ export class SchedulerService {
     private readonly planner: Planner,
     private readonly dispatcher: Dispatcher,
     private readonly leader: Leader,
+    private readonly cluster: ClusterView,
   ) {}
 
   /** A fresh job row for `spec` as of now: anchor and first instant computed. */
@@ -133,12 +149,20 @@ export class SchedulerService {
     for (let attempt = 0; attempt < 5; attempt++) {
       const now = this.clock.now() + attempt; // two triggers in one ms would share an instant
       const firing = await this.store.firings.insertManual(
-        { id: newFiringId(now), jobId: id, scheduledAt: now, catchup: false, manual: true, priority: job.spec.priority },
+        {
+          id: newFiringId(now),
+          jobId: id,
+          scheduledAt: now,
+          catchup: false,
+          manual: true,
+          priority: job.spec.priority,
+          owner: this.cluster.ownerOf(id),
+        },
         lease.epoch,
         now,
       );
       if (firing) {
-        this.dispatcher.poke();
+        this.cluster.notify([firing]);
         return firing;
       }
     }
@@ -173,7 +197,7 @@ export class SchedulerService {
       if (!current) throw new NotFoundError(`firing "${id}" not found`);
       throw new ConflictError(`firing "${id}" is ${current.state}; only DEAD firings can be retried`);
     }
-    this.dispatcher.poke();
+    this.cluster.notify([firing]);
     return firing;
   }
 
@@ -182,6 +206,18 @@ export class SchedulerService {
     const from = fromMs ?? this.clock.now();
     const start = schedule.start_at ? parseInstantMs(schedule.start_at) : null;
     return previewTimes(schedule, start ?? from, from, count);
+  }
+
+  /** SPEC GET /v1/cluster: the lease as the store has it, the members as this node sees them. */
+  async clusterStatus(): Promise<ClusterStatus> {
+    const lease = await this.store.lease.read();
+    const held = lease.holder !== null && lease.expiresAt > lease.dbNowMs;
+    return { leader: held ? lease.holder : null, epoch: lease.epoch, leaseExpiresAt: lease.expiresAt, nodes: this.cluster.members() };
+  }
+
+  /** A peer enqueued firings this node owns: claim them now rather than at the next poll. */
+  poke(): void {
+    this.dispatcher.poke();
   }
 
   isLeader(): boolean {

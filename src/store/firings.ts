@@ -29,13 +29,13 @@ const FENCE = "EXISTS (SELECT 1 FROM leases WHERE name = 'leader' AND holder = ?
 function insertFiring(f: NewFiring, epoch: number, nowMs: number, guard: string, guardArgs: InValue[]): InStatement {
   return {
     sql: `INSERT INTO firings (id, job_id, scheduled_at, state, attempts, catchup, manual, epoch, priority,
-            next_attempt_at, created_at, updated_at)
-          SELECT ?, ?, ?, 'SCHEDULED', 0, ?, ?, ?, ?, ?, ?, ? WHERE ${guard}
+            next_attempt_at, created_at, updated_at, owner)
+          SELECT ?, ?, ?, 'SCHEDULED', 0, ?, ?, ?, ?, ?, ?, ?, ? WHERE ${guard}
           ON CONFLICT (job_id, scheduled_at) DO NOTHING
           RETURNING ${FIRING_COLUMNS}`,
     args: [
       f.id, f.jobId, f.scheduledAt, f.catchup ? 1 : 0, f.manual ? 1 : 0, epoch, f.priority,
-      f.scheduledAt, nowMs, nowMs, ...guardArgs,
+      f.scheduledAt, nowMs, nowMs, f.owner, ...guardArgs,
     ],
   };
 }
@@ -136,13 +136,15 @@ export class LibsqlFiringStore implements FiringStore {
     return rs.rows.map(rowToFiring);
   }
 
-  async claimReady(nodeId: string, untilMs: number, claimUntilMs: number, limit: number, nowMs: number): Promise<Firing[]> {
+  async claimReady(nodeId: string, liveIds: string[], untilMs: number, claimUntilMs: number, limit: number, nowMs: number): Promise<Firing[]> {
+    const live = liveIds.length > 0 ? liveIds : [nodeId];
     const rs = await this.db.execute({
       sql: `UPDATE firings SET state = 'CLAIMED', claimed_by = ?, claim_expires_at = ?, updated_at = ?
             WHERE id IN (SELECT id FROM firings WHERE state IN ('SCHEDULED', 'RETRYING') AND next_attempt_at <= ?
+                           AND (owner IS NULL OR owner = ? OR owner NOT IN (${placeholders(live.length)}))
                          ORDER BY next_attempt_at LIMIT ?)
             RETURNING ${FIRING_COLUMNS}`,
-      args: [nodeId, claimUntilMs, nowMs, untilMs, limit],
+      args: [nodeId, claimUntilMs, nowMs, untilMs, nodeId, ...live, limit],
     });
     return rs.rows.map(rowToFiring);
   }

@@ -5,6 +5,7 @@ import { openDatabase } from "./db.ts";
 import { LibsqlFiringStore } from "./firings.ts";
 import { LibsqlJobStore } from "./jobs.ts";
 import { LibsqlLeaseStore } from "./lease.ts";
+import { LibsqlNodeStore } from "./nodes.ts";
 
 export { InvalidCursorError } from "./rows.ts";
 
@@ -14,6 +15,7 @@ export async function openStore(url: string): Promise<Store> {
     jobs: new LibsqlJobStore(db),
     firings: new LibsqlFiringStore(db),
     lease: new LibsqlLeaseStore(db),
+    nodes: new LibsqlNodeStore(db),
     close: () => db.close(),
   };
 }

@@ -70,4 +70,13 @@ export const MIGRATIONS: Migration[] = [
       ) STRICT`,
     ],
   },
+  {
+    version: 2,
+    name: "firing owner",
+    statements: [
+      // The node the leader assigned the firing to (hash ring by job id); others take it only
+      // when that node is not alive.
+      `ALTER TABLE firings ADD COLUMN owner TEXT`,
+    ],
+  },
 ];
