@@ -30,6 +30,8 @@ export function presentFiring(f: Firing) {
     last_error: f.lastError,
     next_attempt_at: iso(f.nextAttemptAt),
     cancel_requested: f.cancelRequested,
+    owner: f.owner,
+    delivered_by: f.deliveredBy,
     created_at: iso(f.createdAt),
     updated_at: iso(f.updatedAt),
   };

@@ -207,7 +207,7 @@ export class Dispatcher {
         orphans.push(f.id);
         continue;
       }
-      const a = this.gate.admit(f, job.spec.concurrency);
+      const a = this.gate.admit(f, job.spec.concurrency, this.clock.now());
       if (a.kind === "run") this.ready.push(f);
       else if (a.kind === "skip") skips.set(a.reason, [...(skips.get(a.reason) ?? []), f.id]);
     }
@@ -295,7 +295,7 @@ export class Dispatcher {
   private async released(firing: Firing): Promise<void> {
     const job = this.jobs.get(firing.jobId);
     if (!job) return;
-    const admitted = this.gate.release(firing.jobId, firing.id, job.spec.concurrency);
+    const admitted = this.gate.release(firing.jobId, firing.id, job.spec.concurrency, this.clock.now());
     if (admitted.length > 0) {
       this.ready.push(...admitted);
       void this.pump();

@@ -122,6 +122,8 @@ export interface Firing {
   manual: boolean;
   /** Node assigned to deliver it (hash ring by job id at enqueue time); null = any. */
   owner: string | null;
+  /** Node that made the latest attempt. */
+  deliveredBy: string | null;
 }
 
 /** `<job id>:<scheduled instant in ms>` — the same on every attempt and duplicate. */

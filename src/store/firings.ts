@@ -154,7 +154,7 @@ export class LibsqlFiringStore implements FiringStore {
     for (let i = 0; i < ids.length; i += 500) {
       const chunk = ids.slice(i, i + 500);
       const rs = await this.db.execute({
-        sql: `UPDATE firings SET state = 'RUNNING', attempts = attempts + 1, updated_at = ?
+        sql: `UPDATE firings SET state = 'RUNNING', attempts = attempts + 1, delivered_by = claimed_by, updated_at = ?
               WHERE id IN (${placeholders(chunk.length)}) AND state = 'CLAIMED' AND claimed_by = ?
               RETURNING ${FIRING_COLUMNS}`,
         args: [nowMs, ...chunk, nodeId],

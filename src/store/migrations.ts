@@ -72,11 +72,13 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 2,
-    name: "firing owner",
+    name: "firing owner and delivering node",
     statements: [
       // The node the leader assigned the firing to (hash ring by job id); others take it only
       // when that node is not alive.
       `ALTER TABLE firings ADD COLUMN owner TEXT`,
+      // The node that made the latest attempt, kept after the claim is let go.
+      `ALTER TABLE firings ADD COLUMN delivered_by TEXT`,
     ],
   },
 ];
