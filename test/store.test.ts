@@ -92,15 +92,29 @@ describe("store", () => {
     s.close();
   });
 
+  test("owner-aware claims: a live owner's firing is its own; a dead owner's is anyone's", async () => {
+    const s = await fresh();
+    await s.jobs.insert(job("e", 1000));
+    const lease = (await s.lease.tryAcquire("n", 5000))!;
+    const e = entry("e", 1000);
+    e.firings[0]!.owner = "x";
+    await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [e], 0);
+    expect(await s.firings.claimReady("y", ["x", "y"], 2000, 5000, 100, 0)).toEqual([]);
+    const taken = await s.firings.claimReady("y", ["y"], 2000, 5000, 100, 0); // x is not alive
+    expect(taken.map((f) => [f.owner, f.claimedBy])).toEqual([["x", "y"]]);
+    s.close();
+  });
+
   test("claims: one node wins a firing; an expired claim goes back to SCHEDULED", async () => {
     const s = await fresh();
     await s.jobs.insert(job("d", 1000));
     const lease = (await s.lease.tryAcquire("n", 5000))!;
     await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [entry("d", 1000)], 0);
-    const [x, y] = await Promise.all([s.firings.claimReady("x", ["x", "y"], 2000, 10, 100, 0), s.firings.claimReady("y", ["x", "y"], 2000, 10, 100, 0)]);
+    const [x, y] = await Promise.all([s.firings.claimReady("x", ["x", "y"], 2000, 100, 100, 0), s.firings.claimReady("y", ["x", "y"], 2000, 100, 100, 0)]);
     expect(x.length + y.length).toBe(1);
-    expect(await s.firings.reclaimExpired(5)).toBe(0);
-    expect(await s.firings.reclaimExpired(11)).toBe(1);
+    expect(await s.firings.reclaimExpired(0)).toBe(0); // the claim lasts 100 ms on the database clock
+    await Bun.sleep(150);
+    expect(await s.firings.reclaimExpired(0)).toBe(1);
     const back = (await s.firings.listByJob("d", 10, null)).items[0]!;
     expect(back.state).toBe("SCHEDULED");
     expect(back.claimedBy).toBeNull();

@@ -158,7 +158,7 @@ export class Dispatcher {
       for (;;) {
         const now = this.clock.now();
         const claimed = await this.store.firings.claimReady(
-          this.opts.nodeId, this.liveIds(), now + this.opts.lookaheadMs, now + this.opts.claimTtlMs, CLAIM_BATCH, now,
+          this.opts.nodeId, this.liveIds(), now + this.opts.lookaheadMs, this.opts.claimTtlMs, CLAIM_BATCH, now,
         );
         await this.loadJobs(claimed);
         for (const f of claimed) this.wheel.add(f.id, f.nextAttemptAt, f);
@@ -304,7 +304,7 @@ export class Dispatcher {
 
   private async renew(): Promise<void> {
     try {
-      await this.store.firings.renewClaims(this.opts.nodeId, this.clock.now() + this.opts.claimTtlMs);
+      await this.store.firings.renewClaims(this.opts.nodeId, this.opts.claimTtlMs);
     } catch (err) {
       this.log.warn("renewing claims failed", { err: String(err) });
     }

@@ -105,7 +105,7 @@ export interface FiringStore {
    * SCHEDULED/RETRYING firings due by untilMs that nodeId may take, claimed for it: its own,
    * unowned ones, and those whose owner is not among `liveIds` (a dead node's share).
    */
-  claimReady(nodeId: string, liveIds: string[], untilMs: number, claimUntilMs: number, limit: number, nowMs: number): Promise<Firing[]>;
+  claimReady(nodeId: string, liveIds: string[], untilMs: number, claimTtlMs: number, limit: number, nowMs: number): Promise<Firing[]>;
   /** CLAIMED by nodeId -> RUNNING (attempts + 1); returns the ones that moved. */
   markRunning(nodeId: string, ids: string[], nowMs: number): Promise<Firing[]>;
   /** RUNNING by nodeId -> outcome, each a CAS; returns which ids moved. */
@@ -114,7 +114,8 @@ export interface FiringStore {
   skipClaimed(nodeId: string, ids: string[], reason: string, nowMs: number): Promise<Set<string>>;
   /** CLAIMED by nodeId -> back to SCHEDULED/RETRYING (handed back on shutdown). */
   release(nodeId: string, ids: string[], nowMs: number): Promise<void>;
-  renewClaims(nodeId: string, claimUntilMs: number): Promise<number>;
+  /** Claim expiry is kept on the database's clock, like the lease: node clock skew cannot expire a live claim. */
+  renewClaims(nodeId: string, claimTtlMs: number): Promise<number>;
   /** Claims whose holder stopped renewing go back to SCHEDULED/RETRYING. */
   reclaimExpired(nowMs: number): Promise<number>;
   /** Firing ids holding a concurrency slot (RUNNING/RETRYING) per job: the gate's starting state. */

@@ -22,6 +22,7 @@ import {
   placeholders,
   rowToFiring,
 } from "./rows.ts";
+import { SQL_NOW_MS } from "./db.ts";
 
 /** True only while `holder` still holds the lease at `epoch`: the fencing clause of every leader write. */
 const FENCE = "EXISTS (SELECT 1 FROM leases WHERE name = 'leader' AND holder = ? AND epoch = ?)";
@@ -136,15 +137,15 @@ export class LibsqlFiringStore implements FiringStore {
     return rs.rows.map(rowToFiring);
   }
 
-  async claimReady(nodeId: string, liveIds: string[], untilMs: number, claimUntilMs: number, limit: number, nowMs: number): Promise<Firing[]> {
+  async claimReady(nodeId: string, liveIds: string[], untilMs: number, claimTtlMs: number, limit: number, nowMs: number): Promise<Firing[]> {
     const live = liveIds.length > 0 ? liveIds : [nodeId];
     const rs = await this.db.execute({
-      sql: `UPDATE firings SET state = 'CLAIMED', claimed_by = ?, claim_expires_at = ?, updated_at = ?
+      sql: `UPDATE firings SET state = 'CLAIMED', claimed_by = ?, claim_expires_at = ${SQL_NOW_MS} + ?, updated_at = ?
             WHERE id IN (SELECT id FROM firings WHERE state IN ('SCHEDULED', 'RETRYING') AND next_attempt_at <= ?
                            AND (owner IS NULL OR owner = ? OR owner NOT IN (${placeholders(live.length)}))
                          ORDER BY next_attempt_at LIMIT ?)
             RETURNING ${FIRING_COLUMNS}`,
-      args: [nodeId, claimUntilMs, nowMs, untilMs, nodeId, ...live, limit],
+      args: [nodeId, claimTtlMs, nowMs, untilMs, nodeId, ...live, limit],
     });
     return rs.rows.map(rowToFiring);
   }
@@ -203,10 +204,10 @@ export class LibsqlFiringStore implements FiringStore {
     });
   }
 
-  async renewClaims(nodeId: string, claimUntilMs: number): Promise<number> {
+  async renewClaims(nodeId: string, claimTtlMs: number): Promise<number> {
     const rs = await this.db.execute({
-      sql: `UPDATE firings SET claim_expires_at = ? WHERE claimed_by = ? AND state IN ('CLAIMED', 'RUNNING')`,
-      args: [claimUntilMs, nodeId],
+      sql: `UPDATE firings SET claim_expires_at = ${SQL_NOW_MS} + ? WHERE claimed_by = ? AND state IN ('CLAIMED', 'RUNNING')`,
+      args: [claimTtlMs, nodeId],
     });
     return rs.rowsAffected;
   }
@@ -217,8 +218,8 @@ export class LibsqlFiringStore implements FiringStore {
     const rs = await this.db.execute({
       sql: `UPDATE firings SET state = CASE WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
               claimed_by = NULL, claim_expires_at = NULL, updated_at = ?
-            WHERE state IN ('CLAIMED', 'RUNNING') AND claim_expires_at < ?`,
-      args: [nowMs, nowMs],
+            WHERE state IN ('CLAIMED', 'RUNNING') AND claim_expires_at < ${SQL_NOW_MS}`,
+      args: [nowMs],
     });
     return rs.rowsAffected;
   }
