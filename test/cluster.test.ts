@@ -55,7 +55,6 @@ async function createEverySecondJobs(node: ServeProcess, prefix: string, count: 
   return r.json.ids;
 }
 
-const instantOf = (r: { headers: Record<string, string> }) => Date.parse(r.headers["cronwheel-scheduled-at"]!);
 
 /** Every (job, second) in [fromMs, toMs] was delivered; returns the duplicated keys. */
 function checkDelivered(ids: string[], fromMs: number, toMs: number): { missing: string[]; duplicates: Map<string, number[]> } {

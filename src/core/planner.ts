@@ -9,8 +9,8 @@ import { newFiringId } from "./ids.ts";
 import type { Leader } from "./leader.ts";
 import type { Logger } from "./log.ts";
 import { catchupLimit, decideMisfire, type StoredMiss } from "./misfire.ts";
-import type { Firing, Job } from "./model.ts";
-import type { Fence, NewFiring, PlanEntry, Store } from "./ports.ts";
+import type { Job } from "./model.ts";
+import type { EnqueuedFiring, Fence, NewFiring, PlanEntry, Store } from "./ports.ts";
 import { compileSchedule, lastInstantsUpTo, type CompiledSchedule } from "./schedule.ts";
 
 export interface PlannerOptions {
@@ -27,13 +27,13 @@ export interface PlannerOptions {
 export const DEFAULT_PLANNER_OPTIONS: PlannerOptions = {
   horizonMs: 10_000,
   misfireThresholdMs: 60_000,
-  batchSize: 2_000,
+  batchSize: 1_000,
   maxFiringsPerJob: 1_000,
   tickMs: 500,
 };
 
 /** Where enqueued firings go next: the local dispatcher now, the owning node in a cluster. */
-export type EnqueuedListener = (firings: Firing[]) => void;
+export type EnqueuedListener = (firings: EnqueuedFiring[]) => void;
 
 export class Planner {
   /** Compiled schedules by job id, valid while the schedule and anchor are the same (ids can be reused). */
@@ -122,6 +122,10 @@ export class Planner {
       if (inserted === null) return total;
       total += inserted;
       if (jobs.length < this.opts.batchSize) return total;
+      // The embedded store runs synchronously: let timers (lease renewal, the wheel, deliveries)
+      // run between steps, or a large spike would hold the event loop for seconds.
+      await yieldToEventLoop();
+      if (!this.leader.current()) return total;
     }
   }
 
@@ -208,4 +212,8 @@ export class Planner {
     entry.nextFireAt = next;
     return entry;
   }
+}
+
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

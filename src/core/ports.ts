@@ -34,10 +34,14 @@ export interface PlanEntry {
   catchupStoredIds: string[];
 }
 
+/** What a plan step reports of each firing it stored (enough to hand it to its owner). */
+export type EnqueuedFiring = Pick<Firing, "id" | "jobId" | "scheduledAt" | "owner" | "epoch" | "state" | "catchup">;
+
 export interface PlanResult {
   /** False when the lease was no longer ours: nothing was written. */
   fenced: boolean;
-  inserted: Firing[];
+  /** New firings, and stored ones the misfire policy kept as catch-up. */
+  inserted: EnqueuedFiring[];
 }
 
 export interface LeaseInfo {

@@ -2,10 +2,11 @@
 // claiming node), so two nodes racing for one firing, or a cancel racing a delivery, resolve
 // in the database: the loser's statement matches no row and it learns so from RETURNING.
 
-import type { Client, InStatement, InValue, Row } from "@libsql/client";
+import type { Client, InStatement, Row } from "@libsql/client";
 import type { Firing, FiringState } from "../core/model.ts";
 import type {
   CancelResult,
+  EnqueuedFiring,
   Fence,
   FiringOutcome,
   FiringPage,
@@ -15,28 +16,32 @@ import type {
   PlanResult,
 } from "../core/ports.ts";
 import {
+  ENQUEUED_COLUMNS,
   FIRING_COLUMNS,
   InvalidCursorError,
   decodeCursor,
   encodeCursor,
+  chunks,
   placeholders,
+  rowToEnqueued,
   rowToFiring,
+  rows,
 } from "./rows.ts";
 import { SQL_NOW_MS } from "./db.ts";
 
-/** True only while `holder` still holds the lease at `epoch`: the fencing clause of every leader write. */
-const FENCE = "EXISTS (SELECT 1 FROM leases WHERE name = 'leader' AND holder = ? AND epoch = ?)";
+/** Rows per multi-row statement: big enough to amortise preparing it, well under SQLite's parameter limit. */
+const ROWS_PER_STATEMENT = 250;
 
-function insertFiring(f: NewFiring, epoch: number, nowMs: number, guard: string, guardArgs: InValue[]): InStatement {
+function insertManualFiring(f: NewFiring, epoch: number, nowMs: number): InStatement {
   return {
     sql: `INSERT INTO firings (id, job_id, scheduled_at, state, attempts, catchup, manual, epoch, priority,
             next_attempt_at, created_at, updated_at, owner)
-          SELECT ?, ?, ?, 'SCHEDULED', 0, ?, ?, ?, ?, ?, ?, ?, ? WHERE ${guard}
+          VALUES (?, ?, ?, 'SCHEDULED', 0, ?, ?, ?, ?, ?, ?, ?, ?)
           ON CONFLICT (job_id, scheduled_at) DO NOTHING
           RETURNING ${FIRING_COLUMNS}`,
     args: [
       f.id, f.jobId, f.scheduledAt, f.catchup ? 1 : 0, f.manual ? 1 : 0, epoch, f.priority,
-      f.scheduledAt, nowMs, nowMs, f.owner, ...guardArgs,
+      f.scheduledAt, nowMs, nowMs, f.owner,
     ],
   };
 }
@@ -78,51 +83,77 @@ export class LibsqlFiringStore implements FiringStore {
     return { items, nextCursor };
   }
 
+  /**
+   * One write transaction: the lease is checked once at its start and, since a write
+   * transaction excludes every other writer until it commits, it cannot change before the
+   * commit. Statements are multi-row (UPDATE … FROM (VALUES …), INSERT … SELECT FROM (VALUES …))
+   * because preparing one statement per firing is what limits a spike.
+   */
   async applyPlan(fence: Fence, entries: PlanEntry[], nowMs: number): Promise<PlanResult> {
-    const f = [fence.nodeId, fence.epoch];
-    const stmts: InStatement[] = [
-      { sql: "SELECT holder, epoch FROM leases WHERE name = 'leader'", args: [] },
-    ];
-    for (const e of entries) {
-      stmts.push({
-        sql: `UPDATE jobs SET next_fire_at = ?, last_fired_at = COALESCE(?, last_fired_at)
-              WHERE id = ? AND version = ? AND ${FENCE}`,
-        args: [e.nextFireAt, e.lastFiredAt, e.jobId, e.version, ...f],
-      });
-      const jobGuard = `${FENCE} AND EXISTS (SELECT 1 FROM jobs WHERE id = ? AND version = ?)`;
-      for (const nf of e.firings) stmts.push(insertFiring(nf, fence.epoch, nowMs, jobGuard, [...f, e.jobId, e.version]));
-      if (e.skipStoredIds.length > 0) {
-        stmts.push({
+    const tx = await this.db.transaction("write");
+    try {
+      const lease = (await tx.execute("SELECT holder, epoch FROM leases WHERE name = 'leader'")).rows[0];
+      if (!lease || String(lease.holder) !== fence.nodeId || Number(lease.epoch) !== fence.epoch) {
+        await tx.rollback();
+        return { fenced: false, inserted: [] };
+      }
+      const inserted: EnqueuedFiring[] = [];
+      for (const chunk of chunks(entries, ROWS_PER_STATEMENT)) {
+        await tx.execute({
+          sql: `UPDATE jobs SET next_fire_at = v.column2, last_fired_at = COALESCE(v.column3, jobs.last_fired_at)
+                FROM (VALUES ${rows(chunk.length, 4)}) AS v
+                WHERE jobs.id = v.column1 AND jobs.version = v.column4`,
+          args: chunk.flatMap((e) => [e.jobId, e.nextFireAt, e.lastFiredAt, e.version]),
+        });
+      }
+      const versions = new Map(entries.map((e) => [e.jobId, e.version]));
+      const firings = entries.flatMap((e) => e.firings);
+      for (const chunk of chunks(firings, ROWS_PER_STATEMENT)) {
+        // The join on the version enqueues nothing for a job changed since the plan was made.
+        const rs = await tx.execute({
+          sql: `INSERT INTO firings (id, job_id, scheduled_at, state, attempts, catchup, manual, epoch, priority,
+                  next_attempt_at, created_at, updated_at, owner)
+                SELECT v.column1, v.column2, v.column3, 'SCHEDULED', 0, v.column4, 0, ?, v.column5, v.column3, ?, ?, v.column6
+                FROM (VALUES ${rows(chunk.length, 7)}) AS v JOIN jobs ON jobs.id = v.column2 AND jobs.version = v.column7
+                WHERE true
+                ON CONFLICT (job_id, scheduled_at) DO NOTHING
+                RETURNING ${ENQUEUED_COLUMNS}`,
+          args: [
+            fence.epoch, nowMs, nowMs,
+            ...chunk.flatMap((f) => [f.id, f.jobId, f.scheduledAt, f.catchup ? 1 : 0, f.priority, f.owner, versions.get(f.jobId)!]),
+          ],
+        });
+        for (const r of rs.rows) inserted.push(rowToEnqueued(r));
+      }
+      const skipIds = entries.flatMap((e) => e.skipStoredIds);
+      for (const chunk of chunks(skipIds, ROWS_PER_STATEMENT)) {
+        await tx.execute({
           sql: `UPDATE firings SET state = 'SKIPPED', last_error = 'misfire policy: not fired',
                   claimed_by = NULL, claim_expires_at = NULL, updated_at = ?
-                WHERE id IN (${placeholders(e.skipStoredIds.length)}) AND state IN ('SCHEDULED', 'CLAIMED')
-                  AND attempts = 0 AND ${FENCE}`,
-          args: [nowMs, ...e.skipStoredIds, ...f],
+                WHERE id IN (${placeholders(chunk.length)}) AND state IN ('SCHEDULED', 'CLAIMED') AND attempts = 0`,
+          args: [nowMs, ...chunk],
         });
       }
-      if (e.catchupStoredIds.length > 0) {
-        stmts.push({
+      const catchupIds = entries.flatMap((e) => e.catchupStoredIds);
+      for (const chunk of chunks(catchupIds, ROWS_PER_STATEMENT)) {
+        const rs = await tx.execute({
           sql: `UPDATE firings SET catchup = 1, state = 'SCHEDULED', claimed_by = NULL, claim_expires_at = NULL,
                   updated_at = ?
-                WHERE id IN (${placeholders(e.catchupStoredIds.length)}) AND state IN ('SCHEDULED', 'CLAIMED')
-                  AND attempts = 0 AND ${FENCE}
-                RETURNING ${FIRING_COLUMNS}`,
-          args: [nowMs, ...e.catchupStoredIds, ...f],
+                WHERE id IN (${placeholders(chunk.length)}) AND state IN ('SCHEDULED', 'CLAIMED') AND attempts = 0
+                RETURNING ${ENQUEUED_COLUMNS}`,
+          args: [nowMs, ...chunk],
         });
+        for (const r of rs.rows) inserted.push(rowToEnqueued(r));
       }
+      await tx.commit();
+      return { fenced: true, inserted };
+    } finally {
+      tx.close();
     }
-    const results = await this.db.batch(stmts, "write");
-    const lease = results[0]?.rows[0];
-    if (!lease || String(lease.holder) !== fence.nodeId || Number(lease.epoch) !== fence.epoch) {
-      return { fenced: false, inserted: [] };
-    }
-    const inserted: Firing[] = [];
-    for (const rs of results.slice(1)) for (const r of rs.rows) inserted.push(rowToFiring(r));
-    return { fenced: true, inserted };
   }
 
   async insertManual(nf: NewFiring, epoch: number, nowMs: number): Promise<Firing | null> {
-    const rs = await this.db.execute(insertFiring(nf, epoch, nowMs, "1 = 1", []));
+    const rs = await this.db.execute(insertManualFiring(nf, epoch, nowMs));
     return rs.rows[0] ? rowToFiring(rs.rows[0]) : null;
   }
 
@@ -166,21 +197,29 @@ export class LibsqlFiringStore implements FiringStore {
   }
 
   async finish(nodeId: string, outcomes: FiringOutcome[], nowMs: number): Promise<Set<string>> {
-    const stmts: InStatement[] = outcomes.map((o) => {
-      const keepClaim = "claimed_by = NULL, claim_expires_at = NULL";
-      const where = "WHERE id = ? AND state = 'RUNNING' AND claimed_by = ? RETURNING id";
-      switch (o.state) {
-        case "DONE":
-          return { sql: `UPDATE firings SET state = 'DONE', last_error = NULL, ${keepClaim}, updated_at = ? ${where}`, args: [nowMs, o.id, nodeId] };
-        case "RETRYING":
-          return {
-            sql: `UPDATE firings SET state = 'RETRYING', last_error = ?, next_attempt_at = ?, ${keepClaim}, updated_at = ? ${where}`,
-            args: [o.error, o.nextAttemptAt, nowMs, o.id, nodeId],
-          };
-        default:
-          return { sql: `UPDATE firings SET state = ?, last_error = ?, ${keepClaim}, updated_at = ? ${where}`, args: [o.state, o.error, nowMs, o.id, nodeId] };
-      }
-    });
+    const release = "claimed_by = NULL, claim_expires_at = NULL";
+    const where = "state = 'RUNNING' AND claimed_by = ? RETURNING id";
+    // Successes, the bulk of a spike, share one statement per chunk; the rest carry their own values.
+    const done = outcomes.filter((o) => o.state === "DONE").map((o) => o.id);
+    const stmts: InStatement[] = chunks(done, 500).map((ids) => ({
+      sql: `UPDATE firings SET state = 'DONE', last_error = NULL, ${release}, updated_at = ?
+            WHERE id IN (${placeholders(ids.length)}) AND ${where}`,
+      args: [nowMs, ...ids, nodeId],
+    }));
+    for (const o of outcomes) {
+      if (o.state === "DONE") continue;
+      stmts.push(
+        o.state === "RETRYING"
+          ? {
+              sql: `UPDATE firings SET state = 'RETRYING', last_error = ?, next_attempt_at = ?, ${release}, updated_at = ? WHERE id = ? AND ${where}`,
+              args: [o.error, o.nextAttemptAt, nowMs, o.id, nodeId],
+            }
+          : {
+              sql: `UPDATE firings SET state = ?, last_error = ?, ${release}, updated_at = ? WHERE id = ? AND ${where}`,
+              args: [o.state, o.error, nowMs, o.id, nodeId],
+            },
+      );
+    }
     return idsOf(await this.db.batch(stmts, "write"));
   }
 

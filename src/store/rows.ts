@@ -3,6 +3,7 @@
 
 import type { Row } from "@libsql/client";
 import type { Firing, FiringState, Job, JobSpec } from "../core/model.ts";
+import type { EnqueuedFiring } from "../core/ports.ts";
 
 const num = (v: unknown): number => Number(v);
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
@@ -62,6 +63,20 @@ export function rowToFiring(r: Row): Firing {
   };
 }
 
+export const ENQUEUED_COLUMNS = "id, job_id, scheduled_at, owner, epoch, state, catchup";
+
+export function rowToEnqueued(r: Row): EnqueuedFiring {
+  return {
+    id: String(r.id),
+    jobId: String(r.job_id),
+    scheduledAt: num(r.scheduled_at),
+    owner: r.owner === null ? null : String(r.owner),
+    epoch: num(r.epoch),
+    state: String(r.state) as FiringState,
+    catchup: num(r.catchup) === 1,
+  };
+}
+
 export function encodeCursor(parts: (string | number)[]): string {
   return Buffer.from(JSON.stringify(parts)).toString("base64url");
 }
@@ -86,4 +101,16 @@ export class InvalidCursorError extends Error {
 /** `?, ?, ?` for n values. */
 export function placeholders(n: number): string {
   return new Array(n).fill("?").join(", ");
+}
+
+/** `(?, ?), (?, ?)` for a VALUES list of n rows of `width` columns. */
+export function rows(n: number, width: number): string {
+  const row = `(${placeholders(width)})`;
+  return new Array(n).fill(row).join(", ");
+}
+
+export function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
 }
