@@ -65,7 +65,7 @@ export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promis
       nodeId: cfg.nodeId,
       signingSecret: cfg.signingSecret,
       maxInFlight: cfg.maxInFlight,
-      lookaheadMs: Math.min(DEFAULT_DISPATCHER_OPTIONS.lookaheadMs, cfg.planAheadMs),
+      lookaheadMs: cfg.planAheadMs,
     },
     log,
     o.events,

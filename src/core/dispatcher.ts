@@ -9,14 +9,16 @@ import { ConcurrencyGate } from "./gate.ts";
 import type { Logger } from "./log.ts";
 import type { Firing, Job } from "./model.ts";
 import type { FiringOutcome, Store } from "./ports.ts";
+import { yieldToEventLoop } from "./planner.ts";
 import { TimingWheel } from "./wheel.ts";
 import type { WebhookSender } from "./webhook.ts";
 
 export interface DispatcherOptions {
   nodeId: string;
   /**
-   * Firings due within this much of now are claimed and put in the wheel. Short, so a node
-   * that dies holds little: its claims must run out before others re-claim them.
+   * Firings due within this much of now are claimed and put in the wheel. A node that dies
+   * holds what it claimed until its claims run out (claimTtlMs), whatever this is, so the
+   * worst lateness after a crash does not depend on it; only how many firings are affected.
    */
   lookaheadMs: number;
   claimTtlMs: number;
@@ -27,13 +29,13 @@ export interface DispatcherOptions {
 }
 
 export const DEFAULT_DISPATCHER_OPTIONS: Omit<DispatcherOptions, "nodeId" | "signingSecret"> = {
-  lookaheadMs: 3_000,
+  lookaheadMs: 10_000,
   claimTtlMs: 5_000,
   feedEveryMs: 1_000,
   maxInFlight: 512,
 };
 
-const CLAIM_BATCH = 5_000;
+const CLAIM_BATCH = 2_000;
 
 export interface DispatcherEvents {
   /** A firing reached a terminal state or was retried, after the store recorded it. */
@@ -164,6 +166,7 @@ export class Dispatcher {
         for (const f of claimed) this.wheel.add(f.id, f.nextAttemptAt, f);
         if (claimed.length > 0) this.armWheel();
         if (claimed.length < CLAIM_BATCH || !this.running) return;
+        await yieldToEventLoop(); // the embedded store is synchronous: let timers and sends run
       }
     } catch (err) {
       this.log.error("claiming due firings failed", { err: String(err) });

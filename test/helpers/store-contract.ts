@@ -1,0 +1,155 @@
+// The Store contract, run against every implementation (store.test.ts: embedded file,
+// remote-store.test.ts: Hrana over HTTP): fencing by epoch, job-version and update CAS, claims on
+// the database clock, owner-aware claims, and insertMany all or nothing.
+
+import { afterEach, expect, test } from "bun:test";
+import type { Job } from "../../src/core/model.ts";
+import type { PlanEntry, Store } from "../../src/core/ports.ts";
+
+export const job = (id: string, nextFireAt: number): Job => ({
+  spec: {
+    id,
+    schedule: { every: "1s" },
+    target: { url: "http://127.0.0.1:9/x", method: "POST", headers: {}, timeout_ms: 1000 },
+    retry: { max_attempts: 3, initial_backoff_ms: 1000, max_backoff_ms: 60000 },
+    misfire: { policy: "fire_once", max_catchup: 100 },
+    concurrency: { max: 1, overlap: "skip", max_queue: 10 },
+    priority: "normal",
+    metadata: {},
+  },
+  paused: false,
+  nextFireAt,
+  lastFiredAt: null,
+  anchorAt: 0,
+  createdAt: 0,
+  updatedAt: 0,
+  version: 1,
+});
+
+export const entry = (jobId: string, at: number, version = 1): PlanEntry => ({
+  jobId,
+  version,
+  nextFireAt: at + 1000,
+  lastFiredAt: at,
+  firings: [{ id: `f_${jobId}_${at}`, jobId, scheduledAt: at, catchup: false, manual: false, priority: "normal", owner: null }],
+  skipStoredIds: [],
+  catchupStoredIds: [],
+});
+
+/**
+ * Declares the contract's tests in the enclosing describe. `open` gives a fresh, empty store;
+ * `settled`, if given, runs at the end of every scenario while its store is still open, for the
+ * implementation's own checks (the remote one: the server saw the requests, every stream closed).
+ */
+export function storeContract(open: () => Promise<Store>, settled?: () => Promise<void>): void {
+  let opened: Store[] = [];
+
+  afterEach(() => {
+    for (const s of opened) s.close();
+    opened = [];
+  });
+
+  async function fresh(): Promise<Store> {
+    const s = await open();
+    opened.push(s);
+    return s;
+  }
+
+  test("only the current epoch can enqueue; a stale leader's plan writes nothing", async () => {
+    const s = await fresh();
+    await s.jobs.insert(job("a", 1000));
+    const first = await s.lease.tryAcquire("n1", 50);
+    expect(first?.epoch).toBe(1);
+    expect(await s.lease.tryAcquire("n2", 50)).toBeNull(); // not expired yet
+    await Bun.sleep(80);
+    const second = await s.lease.tryAcquire("n2", 5000);
+    expect(second?.epoch).toBe(2);
+    const stale = await s.firings.applyPlan({ nodeId: "n1", epoch: 1 }, [entry("a", 1000)], 1);
+    expect(stale).toEqual({ fenced: false, inserted: [] });
+    expect((await s.jobs.get("a"))!.nextFireAt).toBe(1000);
+    expect((await s.firings.listByJob("a", 10, null)).items).toEqual([]);
+    expect(await s.lease.renew({ nodeId: "n1", epoch: 1 }, 5000)).toBe(false);
+    const ok = await s.firings.applyPlan({ nodeId: "n2", epoch: 2 }, [entry("a", 1000)], 1);
+    expect(ok.fenced).toBe(true);
+    expect(ok.inserted.map((f) => [f.scheduledAt, f.epoch, f.state])).toEqual([[1000, 2, "SCHEDULED"]]);
+    expect((await s.jobs.get("a"))!.nextFireAt).toBe(2000);
+    // The same (job, instant) again is one firing.
+    const again = await s.firings.applyPlan({ nodeId: "n2", epoch: 2 }, [entry("a", 1000)], 1);
+    expect(again.inserted).toEqual([]);
+    await settled?.();
+  });
+
+  test("a plan computed from an old job version changes nothing for that job", async () => {
+    const s = await fresh();
+    await s.jobs.insert(job("b", 1000));
+    const lease = (await s.lease.tryAcquire("n", 5000))!;
+    expect(await s.jobs.update({ ...job("b", 5000), version: 1 }, 1, 0, true)).toBe(true); // now version 2
+    const r = await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [entry("b", 1000, 1)], 1);
+    expect(r.fenced).toBe(true);
+    expect(r.inserted).toEqual([]);
+    expect((await s.jobs.get("b"))!.nextFireAt).toBe(5000);
+    await settled?.();
+  });
+
+  test("an update that loses its version check withdraws nothing (changes() in one batch)", async () => {
+    const s = await fresh();
+    const now = Date.now();
+    await s.jobs.insert(job("c", now + 1000));
+    const lease = (await s.lease.tryAcquire("n", 5000))!;
+    await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [entry("c", now + 1000)], now);
+    expect(await s.jobs.update(job("c", now + 9000), 7, now, true)).toBe(false);
+    expect((await s.firings.listByJob("c", 10, null)).items).toHaveLength(1);
+    expect(await s.jobs.update(job("c", now + 9000), 1, now, true)).toBe(true);
+    expect((await s.firings.listByJob("c", 10, null)).items).toHaveLength(0); // planned ahead: withdrawn
+    await settled?.();
+  });
+
+  test("claims: one node wins a firing; an expired claim (database clock) goes back to SCHEDULED", async () => {
+    const s = await fresh();
+    await s.jobs.insert(job("d", 1000));
+    const lease = (await s.lease.tryAcquire("n", 5000))!;
+    await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [entry("d", 1000)], 0);
+    const [x, y] = await Promise.all([
+      s.firings.claimReady("x", ["x", "y"], 2000, 100, 100, 0),
+      s.firings.claimReady("y", ["x", "y"], 2000, 100, 100, 0),
+    ]);
+    expect(x.length + y.length).toBe(1);
+    expect(await s.firings.reclaimExpired(0)).toBe(0); // the claim lasts 100 ms on the database clock
+    await Bun.sleep(150);
+    expect(await s.firings.reclaimExpired(0)).toBe(1);
+    const back = (await s.firings.listByJob("d", 10, null)).items[0]!;
+    expect(back.state).toBe("SCHEDULED");
+    expect(back.claimedBy).toBeNull();
+    await settled?.();
+  });
+
+  test("owner-aware claims: a live owner's firing is its own; a dead owner's is anyone's", async () => {
+    const s = await fresh();
+    await s.jobs.insert(job("e", 1000));
+    const lease = (await s.lease.tryAcquire("n", 5000))!;
+    const e = entry("e", 1000);
+    e.firings[0]!.owner = "x";
+    await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [e], 0);
+    expect(await s.firings.claimReady("y", ["x", "y"], 2000, 5000, 100, 0)).toEqual([]);
+    const taken = await s.firings.claimReady("y", ["y"], 2000, 5000, 100, 0); // x is not alive
+    expect(taken.map((f) => [f.owner, f.claimedBy])).toEqual([["x", "y"]]);
+    await settled?.();
+  });
+
+  test("insertMany is all or nothing over an interactive transaction", async () => {
+    const s = await fresh();
+    const many = Array.from({ length: 600 }, (_, i) => job(`m-${String(i).padStart(3, "0")}`, 1000));
+    expect(await s.jobs.insertMany(many)).toHaveLength(600);
+    expect((await s.jobs.list(1000, null)).items).toHaveLength(600);
+    // An existing id: found inside the transaction, rolled back, nothing written.
+    expect(await s.jobs.insertMany([job("new-1", 1000), job("m-123", 1000)])).toEqual({ duplicate: "m-123" });
+    expect(await s.jobs.get("new-1")).toBeNull();
+    // A duplicate inside the call: the insert batch fails half way; closing the transaction
+    // (remotely: its stream) rolls back.
+    await expect(s.jobs.insertMany([job("new-2", 1000), job("new-3", 1000), job("new-2", 1000)])).rejects.toThrow();
+    expect(await s.jobs.get("new-2")).toBeNull();
+    expect(await s.jobs.get("new-3")).toBeNull();
+    expect((await s.jobs.list(1000, null)).items).toHaveLength(600);
+    await settled?.();
+  });
+}
