@@ -4,15 +4,14 @@
 // Run: npx bun bench/spike.ts --n 10000   (also --n 100000; --help for the other flags)
 
 import { Database } from "bun:sqlite";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { cpuMs, peakRssMb, ROOT, startNodeProcess, type NodeProcess } from "./lib/node.ts";
 import { startReceiver, type ReceiverHandle } from "./lib/receiver.ts";
-import { analyzeDeliveries, emit, fmtDist, fmtMs, fmtRate, ratePerSec, round } from "./lib/report.ts";
+import { analyzeDeliveries, emit, fmtDist, fmtMs, fmtRate, ratePerSec } from "./lib/report.ts";
 
-const ROOT = resolve(import.meta.dir, "..");
 const BATCH_MAX = 10_000;
 
 const { values: flags } = parseArgs({
@@ -84,57 +83,16 @@ function int(name: string, raw: string): number {
 
 const log = (msg: string) => console.error(`[spike ${new Date().toISOString().slice(11, 23)}] ${msg}`);
 
-async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.once("error", rej);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => res(port));
-    });
-  });
-}
-
-/** CPU time (user + system, ms) a process has used so far, from /proc (Linux); null elsewhere. */
-function cpuMs(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in USER_HZ (100)
-  } catch {
-    return null;
-  }
-}
-
-/** Peak resident set (MB) of a live process, from /proc (Linux); null elsewhere. */
-function peakRssMb(pid: number): number | null {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? round(Number(m[1]) / 1024, 1) : null;
-  } catch {
-    return null;
-  }
-}
-
 // ---- processes, and their cleanup on every way out ----
 
 const dir = mkdtempSync(join(tmpdir(), "cronwheel-spike-"));
 const dbPath = join(dir, "cw.db");
-const nodeStderrPath = join(dir, "node.stderr");
 let receiver: ReceiverHandle | null = null;
-let node: ReturnType<typeof Bun.spawn> | null = null;
-let nodeExit: number | null = null;
-
-async function stopNode(): Promise<void> {
-  if (!node || nodeExit !== null) return;
-  node.kill("SIGTERM");
-  const killer = setTimeout(() => node?.kill("SIGKILL"), 5_000);
-  await node.exited;
-  clearTimeout(killer);
-}
+/** Set as soon as the node is spawned (before it serves), so every way out stops it. */
+let node: NodeProcess | null = null;
 
 async function cleanup(): Promise<void> {
-  await Promise.allSettled([stopNode(), receiver?.stop()]);
+  await Promise.allSettled([node?.stop(), receiver?.stop()]);
   if (!flags.keep) rmSync(dir, { recursive: true, force: true });
 }
 
@@ -143,49 +101,6 @@ for (const sig of ["SIGINT", "SIGTERM"] as const) {
     log(`${sig}: stopping the node and the receiver`);
     void cleanup().finally(() => process.exit(130));
   });
-}
-
-function nodeStderr(): string[] {
-  try {
-    return readFileSync(nodeStderrPath, "utf8").split("\n").filter((l) => l.trim() !== "");
-  } catch {
-    return [];
-  }
-}
-
-/** Lines of the node's stderr at warn or error level, or not JSON at all (a crash, a stack). */
-function nodeProblems(): string[] {
-  return nodeStderr().filter((line) => {
-    try {
-      const level = (JSON.parse(line) as { level?: string }).level;
-      return level === "warn" || level === "error";
-    } catch {
-      return true;
-    }
-  });
-}
-
-async function startCronwheel(port: number): Promise<string> {
-  node = Bun.spawn(
-    [process.execPath, ...flags["bun-arg"]!, "src/main.ts", "serve", "--db", `file:${dbPath}`, "--port", String(port), "--log-level", "warn", ...flags["node-arg"]!],
-    { cwd: ROOT, stdout: Bun.file(join(dir, "node.stdout")), stderr: Bun.file(nodeStderrPath), stdin: "ignore" },
-  );
-  void node.exited.then((code) => {
-    nodeExit = code;
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (nodeExit !== null) throw new Error(`cronwheel exited with code ${nodeExit} before serving:\n${nodeStderr().slice(-20).join("\n")}`);
-    try {
-      const r = await fetch(`${url}/healthz`);
-      if (r.ok) return url;
-    } catch {
-      // not listening yet
-    }
-    await Bun.sleep(100);
-  }
-  throw new Error("cronwheel did not answer /healthz within 20 s");
 }
 
 /** Firings as the node stored them, read after it stopped: enqueue window and final states. */
@@ -220,8 +135,18 @@ function storeFigures(T: number): Record<string, unknown> {
 async function main(): Promise<number> {
   const git = gitState();
   receiver = await startReceiver({ stderrPath: join(dir, "receiver.stderr") });
-  const url = await startCronwheel(await freePort());
-  const nodePid = node!.pid;
+  const cw = await startNodeProcess({
+    dir,
+    db: `file:${dbPath}`,
+    name: "node", // node.stdout, node.stderr in the temp dir
+    flags: ["--log-level", "warn", ...flags["node-arg"]!],
+    bunArgs: flags["bun-arg"]!,
+    onSpawn: (n) => {
+      node = n;
+    },
+  });
+  const url = cw.url;
+  const nodePid = cw.pid;
   log(`node ${url} (pid ${nodePid}), receiver ${receiver.url} (pid ${receiver.pid}), dir ${dir}`);
 
   // Register: every job due at T, chosen from the start of registration (registration-independent).
@@ -266,8 +191,8 @@ async function main(): Promise<number> {
     }
     count = await receiver.count();
     if (count >= N) break;
-    if (nodeExit !== null) {
-      log(`cronwheel exited with code ${nodeExit} while ${count}/${N} had arrived`);
+    if (cw.exitCode() !== null) {
+      log(`cronwheel exited with code ${cw.exitCode()} while ${count}/${N} had arrived`);
       break;
     }
     if (now > T + TIMEOUT_MS) {
@@ -285,15 +210,17 @@ async function main(): Promise<number> {
     node: cpuAtT.node === null ? null : (cpuMs(nodePid) ?? 0) - cpuAtT.node,
     receiver: cpuAtT.receiver === null ? null : (cpuMs(receiver.pid) ?? 0) - cpuAtT.receiver,
   };
-  if (count >= N && nodeExit === null) await Bun.sleep(SETTLE_MS);
+  if (count >= N && cw.exitCode() === null) await Bun.sleep(SETTLE_MS);
   const nodePeakRss = peakRssMb(nodePid);
-  const nodeCrashed = nodeExit !== null;
+  const nodeCrashed = cw.exitCode() !== null;
   const stats = await receiver.stats();
-  const duringRun = nodeProblems();
-  await stopNode();
+  const duringRun = cw.problems();
+  await cw.stop();
+  // The crash code, or else the code of our own SIGTERM stop.
+  const nodeExit = cw.exitCode();
   const stored = storeFigures(T);
   // Lines logged by our own SIGTERM ("leadership lost", reason "shutting down") are not problems.
-  const problems = [...duringRun, ...nodeProblems().slice(duringRun.length).filter((l) => !l.includes('"shutting down"'))];
+  const problems = [...duringRun, ...cw.problems().slice(duringRun.length).filter((l) => !l.includes('"shutting down"'))];
 
   const a = analyzeDeliveries(stats, N);
   const drainMs = a.last_arrival_ms === null ? null : a.last_arrival_ms - T;
@@ -348,7 +275,7 @@ try {
   code = await main();
 } catch (err) {
   console.error(`spike bench failed: ${(err as Error).stack ?? err}`);
-  const problems = nodeProblems();
+  const problems = (node as NodeProcess | null)?.problems() ?? []; // set by onSpawn, which tsc does not see
   if (problems.length > 0) console.error(`node stderr (last 20 problem lines):\n${problems.slice(-20).join("\n")}`);
   code = 1;
 } finally {

@@ -48,6 +48,8 @@ export interface NodeProcessOptions {
   flags?: string[];
   /** Arguments for bun itself (profilers, preloads). */
   bunArgs?: string[];
+  /** Called right after the spawn, before /healthz answers, so a caller can stop the node if it is interrupted meanwhile. */
+  onSpawn?: (node: NodeProcess) => void;
 }
 
 export interface NodeProcess {
@@ -83,18 +85,7 @@ export async function startNodeProcess(o: NodeProcessOptions): Promise<NodeProce
     }
   };
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (exit !== null) throw new Error(`${o.name} exited with code ${exit} before serving:\n${stderrLines().slice(-20).join("\n")}`);
-    try {
-      if ((await fetch(`${url}/healthz`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`${o.name} did not answer /healthz within 20 s`);
-    await Bun.sleep(100);
-  }
-  return {
+  const node: NodeProcess = {
     name: o.name,
     url,
     pid: proc.pid,
@@ -125,4 +116,20 @@ export async function startNodeProcess(o: NodeProcessOptions): Promise<NodeProce
       if (exit === null) proc.kill(sig);
     },
   };
+  o.onSpawn?.(node);
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (exit !== null) throw new Error(`${o.name} exited with code ${exit} before serving:\n${stderrLines().slice(-20).join("\n")}`);
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      proc.kill("SIGKILL"); // never leave a half-started node behind
+      throw new Error(`${o.name} did not answer /healthz within 20 s`);
+    }
+    await Bun.sleep(100);
+  }
+  return node;
 }
