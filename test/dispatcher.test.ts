@@ -1,0 +1,98 @@
+// Leader, planner and dispatcher together in virtual time on a real libSQL file: a one-shot is
+// sent exactly at its instant, and retries follow the backoff policy to the millisecond.
+
+import { afterEach, expect, test } from "bun:test";
+import { VirtualClock } from "../src/core/clock.ts";
+import { DEFAULT_DISPATCHER_OPTIONS, Dispatcher } from "../src/core/dispatcher.ts";
+import { Leader } from "../src/core/leader.ts";
+import { silentLogger } from "../src/core/log.ts";
+import type { Job } from "../src/core/model.ts";
+import { DEFAULT_PLANNER_OPTIONS, Planner } from "../src/core/planner.ts";
+import type { Store } from "../src/core/ports.ts";
+import type { WebhookSender } from "../src/core/webhook.ts";
+import { openStore } from "../src/store/index.ts";
+import { tempDbUrl } from "./helpers/node.ts";
+
+let cleanup: (() => Promise<void>) | null = null;
+afterEach(async () => {
+  await cleanup?.();
+  cleanup = null;
+});
+
+async function harness(replies: number[]) {
+  const clock = new VirtualClock(Math.floor(Date.now() / 1000) * 1000);
+  const store: Store = await openStore(tempDbUrl());
+  const sent: { at: number; attempt: number }[] = [];
+  const send: WebhookSender = async (req) => {
+    sent.push({ at: clock.now(), attempt: Number(req.headers["Cronwheel-Attempt"]) });
+    return { status: replies.shift() ?? 200, retryAfter: null };
+  };
+  const leader = new Leader(store.lease, clock, { nodeId: "n", leaseMs: 60_000 }, silentLogger);
+  await leader.tick();
+  const dispatcher = new Dispatcher(store, clock, send, () => ["n"], { ...DEFAULT_DISPATCHER_OPTIONS, nodeId: "n", signingSecret: null }, silentLogger, {}, () => 0.5);
+  const planner = new Planner(store, leader, clock, DEFAULT_PLANNER_OPTIONS, () => dispatcher.poke(), silentLogger, () => "n");
+  await dispatcher.start();
+  cleanup = async () => {
+    await dispatcher.stop(0);
+    store.close();
+  };
+  return { clock, store, sent, leader, planner, dispatcher };
+}
+
+function oneShot(at: number): Job {
+  return {
+    spec: {
+      id: "shot",
+      schedule: { at: new Date(at).toISOString() },
+      target: { url: "http://127.0.0.1:9/x", method: "POST", headers: {}, timeout_ms: 1000 },
+      retry: { max_attempts: 3, initial_backoff_ms: 1000, max_backoff_ms: 60_000 },
+      misfire: { policy: "fire_once", max_catchup: 100 },
+      concurrency: { max: 1, overlap: "skip", max_queue: 10 },
+      priority: "normal",
+      metadata: {},
+    },
+    paused: false,
+    nextFireAt: at,
+    lastFiredAt: null,
+    anchorAt: at,
+    createdAt: at,
+    updatedAt: at,
+    version: 1,
+  };
+}
+
+/** Advances in 5 ms steps so each awaited store call gets its turn between timers. */
+async function run(clock: VirtualClock, ms: number) {
+  for (let t = 0; t < ms; t += 5) await clock.advance(5);
+}
+
+test("a one-shot is sent at its instant; 500, 503 then 200 retry after 750 and 1500 ms (equal jitter, random 0.5)", async () => {
+  const h = await harness([500, 503, 200]);
+  const T = h.clock.now() + 3_000;
+  await h.store.jobs.insert(oneShot(T));
+  expect(await h.planner.planDue(h.leader.current()!)).toBe(1);
+  h.dispatcher.poke();
+  await run(h.clock, 6_000);
+  // base 1000 -> 500 + 0.5 * 500 = 750; base 2000 -> 1000 + 0.5 * 1000 = 1500.
+  expect(h.sent).toEqual([
+    { at: T, attempt: 1 },
+    { at: T + 750, attempt: 2 },
+    { at: T + 2_250, attempt: 3 },
+  ]);
+  const firing = (await h.store.firings.listByJob("shot", 10, null)).items[0]!;
+  expect(firing.state).toBe("DONE");
+  expect(firing.attempts).toBe(3);
+});
+
+test("attempts exhausted: DEAD after the last one, with the error kept", async () => {
+  const h = await harness([500, 500, 500, 500]);
+  const T = h.clock.now() + 1_000;
+  await h.store.jobs.insert(oneShot(T));
+  await h.planner.planDue(h.leader.current()!);
+  h.dispatcher.poke();
+  await run(h.clock, 6_000);
+  expect(h.sent.map((s) => s.attempt)).toEqual([1, 2, 3]);
+  const firing = (await h.store.firings.listByJob("shot", 10, null)).items[0]!;
+  expect(firing.state).toBe("DEAD");
+  expect(firing.lastError).toContain("HTTP 500");
+});
