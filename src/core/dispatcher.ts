@@ -5,7 +5,8 @@
 
 import type { Clock } from "./clock.ts";
 import { attempt, OutcomeWriter, type AbortReason } from "./delivery.ts";
-import { ConcurrencyGate } from "./gate.ts";
+import { Admission } from "./admission.ts";
+import { FairQueue } from "./fair-queue.ts";
 import type { Logger } from "./log.ts";
 import type { Firing, Job } from "./model.ts";
 import type { FiringOutcome, Store } from "./ports.ts";
@@ -44,9 +45,10 @@ export interface DispatcherEvents {
 
 export class Dispatcher {
   private readonly wheel: TimingWheel<Firing>;
-  private readonly gate = new ConcurrencyGate();
+  private readonly admission: Admission;
   private readonly jobs = new Map<string, Job>();
-  private readonly ready: Firing[] = [];
+  /** Admitted firings waiting for delivery capacity, shared 6:3:1 by priority. */
+  private readonly ready = new FairQueue<Firing>((f) => this.jobs.get(f.jobId)?.spec.priority ?? "normal");
   private readonly inFlight = new Map<string, AbortController>();
   private readonly writer: OutcomeWriter;
   private readonly timers: (() => void)[] = [];
@@ -70,12 +72,15 @@ export class Dispatcher {
   ) {
     this.wheel = new TimingWheel<Firing>(clock.now());
     this.writer = new OutcomeWriter(store.firings, opts.nodeId, clock);
+    this.admission = new Admission(store, opts.nodeId, opts.claimTtlMs, () => clock.now(), log);
   }
 
   async start(): Promise<void> {
     this.running = true;
-    this.gate.seed(await this.store.firings.activeByJob());
-    this.every(this.opts.feedEveryMs, () => this.poke());
+    this.every(this.opts.feedEveryMs, () => {
+      this.poke();
+      void this.offerWaiting(); // a slot may have been freed on another node
+    });
     this.every(Math.max(100, Math.floor(this.opts.claimTtlMs / 3)), () => void this.renew());
     this.every(1_000, () => void this.checkCancels());
     this.poke();
@@ -88,8 +93,8 @@ export class Dispatcher {
     this.wheelTimer?.cancel();
     await this.feeding;
     const unsent = [
-      ...this.ready.splice(0),
-      ...this.gate.takeAllWaiting(),
+      ...this.ready.drain(),
+      ...this.admission.takeAll(),
       ...this.wheel.advance(Number.MAX_SAFE_INTEGER).map((e) => e.value),
     ];
     await this.store.firings.release(this.opts.nodeId, unsent.map((f) => f.id), this.clock.now()).catch(() => {});
@@ -127,15 +132,15 @@ export class Dispatcher {
     return true;
   }
 
-  /** A firing cancelled before it ran: drop it from the wheel and from any overlap queue. */
+  /** A firing cancelled before it ran: drop it from the wheel and from any overlap wait. */
   dropWaiting(firing: Firing): void {
     this.wheel.cancel(firing.id);
-    this.gate.dropWaiting(firing.jobId, firing.id);
-    if (firing.state === "RETRYING") void this.released(firing);
+    this.admission.drop(firing.id);
+    void this.offerWaiting(firing.jobId); // a cancelled retry gave its slot back
   }
 
-  stats(): { wheel: number; ready: number; inFlight: number } {
-    return { wheel: this.wheel.size, ready: this.ready.length, inFlight: this.inFlight.size };
+  stats(): { wheel: number; ready: number; waiting: number; inFlight: number } {
+    return { wheel: this.wheel.size, ready: this.ready.size, waiting: this.admission.waitingCount, inFlight: this.inFlight.size };
   }
 
   /** Runs fn every ms until stop(); the timer is re-armed after each run. */
@@ -200,36 +205,36 @@ export class Dispatcher {
   private async admit(firings: Firing[]): Promise<void> {
     const missing = firings.filter((f) => !this.jobs.has(f.jobId));
     if (missing.length > 0) await this.loadJobs(missing).catch((err) => this.log.error("loading jobs failed", { err: String(err) }));
-    const skips = new Map<string, string[]>();
-    const orphans: string[] = [];
-    for (const f of firings) {
-      const job = this.jobs.get(f.jobId);
-      if (!job) {
-        // Deleted (the store already cancelled it) or unreadable just now: hand it back either
-        // way, so nothing stays claimed by a node that no longer holds it in memory.
-        orphans.push(f.id);
-        continue;
-      }
-      const a = this.gate.admit(f, job.spec.concurrency, this.clock.now());
-      if (a.kind === "run") this.ready.push(f);
-      else if (a.kind === "skip") skips.set(a.reason, [...(skips.get(a.reason) ?? []), f.id]);
-    }
-    for (const [reason, ids] of skips) {
-      await this.persist("recording skipped firings", () => this.store.firings.skipClaimed(this.opts.nodeId, ids, reason, this.clock.now()));
-    }
+    // Deleted (the store already cancelled them) or unreadable just now: hand them back either
+    // way, so nothing stays claimed by a node that no longer holds it in memory.
+    const orphans = firings.filter((f) => !this.jobs.has(f.jobId)).map((f) => f.id);
     if (orphans.length > 0) {
       await this.persist("handing back firings", () => this.store.firings.release(this.opts.nodeId, orphans, this.clock.now()));
     }
+    const known = firings.filter((f) => this.jobs.has(f.jobId));
+    const run = await this.persist("admitting firings", () => this.admission.admit(known, (id) => this.jobs.get(id)));
+    for (const f of run) this.ready.push(f);
     void this.pump();
   }
 
-  /** Moves ready firings to RUNNING as delivery capacity allows, oldest first. */
+  /** Offers waiting firings a slot again (of one job after a local release, else all). */
+  private async offerWaiting(jobId?: string): Promise<void> {
+    try {
+      const run = await this.admission.retry((id) => this.jobs.get(id), jobId);
+      for (const f of run) this.ready.push(f);
+      if (run.length > 0) void this.pump();
+    } catch (err) {
+      this.log.warn("offering waiting firings a slot failed", { err: String(err) });
+    }
+  }
+
+  /** Moves ready firings to RUNNING as delivery capacity allows, by priority share, oldest first within one. */
   private async pump(): Promise<void> {
     if (this.pumping) return;
     this.pumping = true;
     try {
-      while (this.ready.length > 0 && this.inFlight.size < this.opts.maxInFlight) {
-        const batch = this.ready.splice(0, this.opts.maxInFlight - this.inFlight.size);
+      while (this.ready.size > 0 && this.inFlight.size < this.opts.maxInFlight) {
+        const batch = this.ready.take(this.opts.maxInFlight - this.inFlight.size);
         for (const f of batch) this.inFlight.set(f.id, new AbortController());
         let running: Firing[];
         try {
@@ -237,16 +242,17 @@ export class Dispatcher {
         } catch (err) {
           this.log.error("marking firings running failed", { err: String(err) });
           for (const f of batch) this.inFlight.delete(f.id);
-          this.ready.unshift(...batch);
+          this.ready.unshift(batch);
           await this.clock.sleep(200);
           continue;
         }
         const started = new Set(running.map((f) => f.id));
-        for (const f of batch) {
-          if (started.has(f.id)) continue;
-          // Cancelled, withdrawn or re-claimed meanwhile: nothing to send, its slot is free.
-          this.inFlight.delete(f.id);
-          void this.released(f);
+        const notStarted = batch.filter((f) => !started.has(f.id));
+        for (const f of notStarted) this.inFlight.delete(f.id);
+        if (notStarted.length > 0) {
+          // Cancelled, withdrawn or re-claimed meanwhile: nothing to send; give their slots back.
+          await this.persist("releasing slots", () => this.admission.release(notStarted.map((f) => f.id)));
+          for (const jobId of new Set(notStarted.map((f) => f.jobId))) void this.offerWaiting(jobId);
         }
         for (const f of running) void this.deliver(f);
       }
@@ -275,7 +281,7 @@ export class Dispatcher {
       const delay = outcome.nextAttemptAt - this.clock.now();
       if (delay < this.opts.lookaheadMs) this.clock.setTimer(delay, () => this.poke());
     } else {
-      await this.released(firing);
+      void this.offerWaiting(firing.jobId); // its slot was given back with the outcome
     }
     void this.pump();
   }
@@ -295,19 +301,10 @@ export class Dispatcher {
     }
   }
 
-  private async released(firing: Firing): Promise<void> {
-    const job = this.jobs.get(firing.jobId);
-    if (!job) return;
-    const admitted = this.gate.release(firing.jobId, firing.id, job.spec.concurrency, this.clock.now());
-    if (admitted.length > 0) {
-      this.ready.push(...admitted);
-      void this.pump();
-    }
-  }
-
   private async renew(): Promise<void> {
     try {
       await this.store.firings.renewClaims(this.opts.nodeId, this.opts.claimTtlMs);
+      await this.admission.renew();
     } catch (err) {
       this.log.warn("renewing claims failed", { err: String(err) });
     }

@@ -2,7 +2,8 @@
 // src/store implements these; tests may implement them in memory. Every state change is a
 // compare-and-set: a write that matches nothing is an answer (lost lease, already cancelled).
 
-import type { Firing, FiringState, Job, JobSpec, Priority } from "./model.ts";
+import type { Firing, FiringState, Job, JobSpec, OverlapPolicy, Priority } from "./model.ts";
+import type { OverlapDecision, OverlapFacts } from "./overlap.ts";
 
 /** The fencing token of a leader: writes only it may make carry both. */
 export interface Fence {
@@ -122,8 +123,6 @@ export interface FiringStore {
   renewClaims(nodeId: string, claimTtlMs: number): Promise<number>;
   /** Claims whose holder stopped renewing go back to SCHEDULED/RETRYING. */
   reclaimExpired(nowMs: number): Promise<number>;
-  /** Firing ids holding a concurrency slot (RUNNING/RETRYING) per job: the gate's starting state. */
-  activeByJob(): Promise<Map<string, string[]>>;
   cancel(id: string, nowMs: number): Promise<CancelResult>;
   retryDead(id: string, nowMs: number): Promise<Firing | null>;
   /** Of `ids`, those whose cancel was requested while RUNNING. */
@@ -146,8 +145,39 @@ export interface NodeStore {
   prune(notSeenForMs: number): Promise<number>;
 }
 
+/** A firing claimed by this node asking for a slot of its job's concurrency cap. */
+export interface AdmissionRequest {
+  firingId: string;
+  jobId: string;
+  scheduledAt: number;
+  max: number;
+  overlap: OverlapPolicy;
+  maxQueue: number;
+  catchup: boolean;
+}
+
+/**
+ * run: it holds a slot now; wait: it waits for one (still CLAIMED, marked waiting); skip: it is
+ * now SKIPPED; gone: it is no longer claimed by this node (cancelled, re-claimed elsewhere).
+ */
+export type AdmissionResult = { kind: "run" } | { kind: "wait" } | { kind: "skip"; reason: string } | { kind: "gone" };
+
+export interface SlotStore {
+  /**
+   * Takes slots for the firings that may run, and applies `decide` to the others, in one write
+   * transaction, so every node's admissions are serialised. Requests are handled oldest first;
+   * a firing never takes a slot ahead of an older firing of its job that is already waiting.
+   */
+  admit(nodeId: string, requests: AdmissionRequest[], slotTtlMs: number, nowMs: number, decide: (f: OverlapFacts) => OverlapDecision): Promise<Map<string, AdmissionResult>>;
+  /** Frees the slots nodeId holds for these firings (they ended, or never started). */
+  release(nodeId: string, firingIds: string[]): Promise<void>;
+  /** Extends the slots this node took whose firings are still active. */
+  renew(nodeId: string, slotTtlMs: number): Promise<void>;
+}
+
 export interface Store {
   jobs: JobStore;
+  slots: SlotStore;
   firings: FiringStore;
   lease: LeaseStore;
   nodes: NodeStore;

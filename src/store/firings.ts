@@ -220,13 +220,16 @@ export class LibsqlFiringStore implements FiringStore {
             },
       );
     }
-    return idsOf(await this.db.batch(stmts, "write"));
+    // A firing that ended gives its concurrency slot back in the same transaction.
+    const ended = outcomes.filter((o) => o.state !== "RETRYING").map((o) => o.id);
+    const results = await this.db.batch([...stmts, ...releaseSlots(nodeId, ended)], "write");
+    return idsOf(results.slice(0, stmts.length));
   }
 
   async skipClaimed(nodeId: string, ids: string[], reason: string, nowMs: number): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
     const rs = await this.db.execute({
-      sql: `UPDATE firings SET state = 'SKIPPED', last_error = ?, claimed_by = NULL, claim_expires_at = NULL, updated_at = ?
+      sql: `UPDATE firings SET state = 'SKIPPED', last_error = ?, waiting = 0, claimed_by = NULL, claim_expires_at = NULL, updated_at = ?
             WHERE id IN (${placeholders(ids.length)}) AND state = 'CLAIMED' AND claimed_by = ? RETURNING id`,
       args: [reason, nowMs, ...ids, nodeId],
     });
@@ -263,27 +266,17 @@ export class LibsqlFiringStore implements FiringStore {
     return rs.rowsAffected;
   }
 
-  async activeByJob(): Promise<Map<string, string[]>> {
-    const rs = await this.db.execute("SELECT job_id, id FROM firings WHERE state IN ('RUNNING', 'RETRYING')");
-    const out = new Map<string, string[]>();
-    for (const r of rs.rows) {
-      const jobId = String(r.job_id);
-      const ids = out.get(jobId) ?? [];
-      ids.push(String(r.id));
-      out.set(jobId, ids);
-    }
-    return out;
-  }
-
   async cancel(id: string, nowMs: number): Promise<CancelResult> {
-    const [waiting, running, current] = await this.db.batch(
+    const [waiting, , running, current] = await this.db.batch(
       [
         {
           sql: `UPDATE firings SET state = 'CANCELLED', last_error = 'cancelled', claimed_by = NULL,
-                  claim_expires_at = NULL, updated_at = ?
+                  claim_expires_at = NULL, waiting = 0, updated_at = ?
                 WHERE id = ? AND state IN ('SCHEDULED', 'CLAIMED', 'RETRYING') RETURNING id`,
           args: [nowMs, id],
         },
+        // A RETRYING firing holds its job's slot between attempts: cancelled, it gives it back.
+        { sql: "DELETE FROM job_slots WHERE firing_id = ? AND changes() > 0", args: [id] },
         {
           sql: "UPDATE firings SET cancel_requested = 1, updated_at = ? WHERE id = ? AND state = 'RUNNING' RETURNING id",
           args: [nowMs, id],
@@ -325,4 +318,12 @@ function idsOf(results: { rows: Row[] }[]): Set<string> {
   const out = new Set<string>();
   for (const rs of results) for (const r of rs.rows) out.add(String(r.id));
   return out;
+}
+
+/** Only this node's hold: a firing re-claimed elsewhere meanwhile keeps the slot it took there. */
+function releaseSlots(nodeId: string, firingIds: string[]): InStatement[] {
+  return chunks(firingIds, 500).map((ids) => ({
+    sql: `DELETE FROM job_slots WHERE firing_id IN (${placeholders(ids.length)}) AND node = ?`,
+    args: [...ids, nodeId],
+  }));
 }

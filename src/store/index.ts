@@ -6,6 +6,7 @@ import { LibsqlFiringStore } from "./firings.ts";
 import { LibsqlJobStore } from "./jobs.ts";
 import { LibsqlLeaseStore } from "./lease.ts";
 import { LibsqlNodeStore } from "./nodes.ts";
+import { LibsqlSlotStore } from "./slots.ts";
 
 export { InvalidCursorError } from "./rows.ts";
 
@@ -13,6 +14,7 @@ export async function openStore(url: string): Promise<Store> {
   const db = await openDatabase(url);
   return {
     jobs: new LibsqlJobStore(db),
+    slots: new LibsqlSlotStore(db),
     firings: new LibsqlFiringStore(db),
     lease: new LibsqlLeaseStore(db),
     nodes: new LibsqlNodeStore(db),

@@ -132,7 +132,7 @@ export class LibsqlJobStore implements JobStore {
         withdrawPlanned(id, nowMs),
         {
           sql: `UPDATE firings SET state = 'CANCELLED', last_error = 'job deleted', claimed_by = NULL,
-                  claim_expires_at = NULL, updated_at = ?
+                  claim_expires_at = NULL, waiting = 0, updated_at = ?
                 WHERE job_id = ? AND state IN ('SCHEDULED', 'CLAIMED', 'RETRYING')`,
           args: [nowMs, id],
         },
@@ -140,6 +140,12 @@ export class LibsqlJobStore implements JobStore {
           sql: `UPDATE firings SET cancel_requested = 1, updated_at = ?
                 WHERE job_id = ? AND state = 'RUNNING' RETURNING id`,
           args: [nowMs, id],
+        },
+        // Slots of running firings go when they end; the others' go now.
+        {
+          sql: `DELETE FROM job_slots WHERE job_id = ?
+                AND firing_id NOT IN (SELECT id FROM firings WHERE job_id = ? AND state = 'RUNNING')`,
+          args: [id, id],
         },
       ],
       "write",

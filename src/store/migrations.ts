@@ -81,4 +81,27 @@ export const MIGRATIONS: Migration[] = [
       `ALTER TABLE firings ADD COLUMN delivered_by TEXT`,
     ],
   },
+  {
+    version: 3,
+    name: "job concurrency slots",
+    statements: [
+      // The per-job concurrency cap, cluster-wide: a row per firing holding a slot, leased by the
+      // node that took it (a dead node's slots expire), taken_at so overlap is judged at each
+      // firing's own instant.
+      `CREATE TABLE job_slots (
+        job_id TEXT NOT NULL,
+        firing_id TEXT NOT NULL,
+        node TEXT NOT NULL,
+        taken_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        PRIMARY KEY (job_id, firing_id)
+      ) STRICT`,
+      `CREATE INDEX job_slots_firing ON job_slots (firing_id)`,
+      `CREATE INDEX job_slots_node ON job_slots (node)`,
+      // 0: not waiting; 1: waiting for a slot, counted against coalesce/queue limits;
+      // 2: waiting, not counted (catch-up and late firings, which the policy never skips).
+      `ALTER TABLE firings ADD COLUMN waiting INTEGER NOT NULL DEFAULT 0`,
+      `CREATE INDEX firings_waiting ON firings (job_id, scheduled_at) WHERE waiting > 0`,
+    ],
+  },
 ];

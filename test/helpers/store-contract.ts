@@ -4,6 +4,7 @@
 
 import { afterEach, expect, test } from "bun:test";
 import type { Job } from "../../src/core/model.ts";
+import { decideOverlap } from "../../src/core/overlap.ts";
 import type { PlanEntry, Store } from "../../src/core/ports.ts";
 
 export const job = (id: string, nextFireAt: number): Job => ({
@@ -150,6 +151,64 @@ export function storeContract(open: () => Promise<Store>, settled?: () => Promis
     expect(await s.jobs.get("new-2")).toBeNull();
     expect(await s.jobs.get("new-3")).toBeNull();
     expect((await s.jobs.list(1000, null)).items).toHaveLength(600);
+    await settled?.();
+  });
+
+  /** Stores firings of job `jobId` at the given instants, each claimed by the given node. */
+  async function claimedFirings(s: Store, jobId: string, claims: [number, string][]): Promise<string[]> {
+    await s.jobs.insert(job(jobId, 0));
+    const lease = (await s.lease.tryAcquire("leader", 60_000)) ?? (await s.lease.read());
+    const plan: PlanEntry = { ...entry(jobId, 0), nextFireAt: null, lastFiredAt: null, firings: [] };
+    for (const [at, node] of claims) {
+      plan.firings.push({ id: `f_${jobId}_${at}`, jobId, scheduledAt: at, catchup: false, manual: false, priority: "normal", owner: node });
+    }
+    await s.firings.applyPlan({ nodeId: "leader", epoch: lease.epoch }, [plan], 0);
+    for (const node of new Set(claims.map(([, n]) => n))) await s.firings.claimReady(node, [...new Set(claims.map(([, n]) => n))], 1e15, 60_000, 1000, 0);
+    return claims.map(([at]) => `f_${jobId}_${at}`);
+  }
+
+  const request = (jobId: string, at: number, overlap: "skip" | "coalesce" | "queue", maxQueue = 1) => ({
+    firingId: `f_${jobId}_${at}`, jobId, scheduledAt: at, max: 1, overlap, maxQueue, catchup: false,
+  });
+
+  test("concurrency slots hold across nodes: a second node's firing is skipped while the first runs", async () => {
+    const s = await fresh();
+    const now = Date.now();
+    await claimedFirings(s, "cap", [[now - 2000, "x"], [now, "y"]]);
+    const a = await s.slots.admit("x", [request("cap", now - 2000, "skip")], 60_000, now - 2000, decideOverlap);
+    expect(a.get(`f_cap_${now - 2000}`)).toEqual({ kind: "run" });
+    const b = await s.slots.admit("y", [request("cap", now, "skip")], 60_000, now, decideOverlap);
+    expect(b.get(`f_cap_${now}`)?.kind).toBe("skip");
+    expect((await s.firings.get(`f_cap_${now}`))!.state).toBe("SKIPPED");
+    // Another node cannot admit a firing it does not hold.
+    const c = await s.slots.admit("z", [request("cap", now - 2000, "skip")], 60_000, now, decideOverlap);
+    expect(c.get(`f_cap_${now - 2000}`)).toEqual({ kind: "gone" });
+    await settled?.();
+  });
+
+  test("queue: waiting firings get the slot in order once it is released; beyond max_queue they are skipped", async () => {
+    const s = await fresh();
+    const t = Date.now();
+    await claimedFirings(s, "q", [[t, "x"], [t + 1000, "y"], [t + 2000, "x"], [t + 3000, "y"]]);
+    expect((await s.slots.admit("x", [request("q", t, "queue", 2)], 60_000, t, decideOverlap)).get(`f_q_${t}`)).toEqual({ kind: "run" });
+    expect((await s.slots.admit("y", [request("q", t + 1000, "queue", 2)], 60_000, t + 1000, decideOverlap)).get(`f_q_${t + 1000}`)).toEqual({ kind: "wait" });
+    expect((await s.slots.admit("x", [request("q", t + 2000, "queue", 2)], 60_000, t + 2000, decideOverlap)).get(`f_q_${t + 2000}`)).toEqual({ kind: "wait" });
+    expect((await s.slots.admit("y", [request("q", t + 3000, "queue", 2)], 60_000, t + 3000, decideOverlap)).get(`f_q_${t + 3000}`)?.kind).toBe("skip");
+    // The younger waiter cannot jump the older one when the slot frees.
+    await s.slots.release("x", [`f_q_${t}`]);
+    expect((await s.slots.admit("x", [request("q", t + 2000, "queue", 2)], 60_000, t + 4000, decideOverlap)).get(`f_q_${t + 2000}`)).toEqual({ kind: "wait" });
+    expect((await s.slots.admit("y", [request("q", t + 1000, "queue", 2)], 60_000, t + 4000, decideOverlap)).get(`f_q_${t + 1000}`)).toEqual({ kind: "run" });
+    expect((await s.firings.get(`f_q_${t + 1000}`))!.state).toBe("CLAIMED");
+    await settled?.();
+  });
+
+  test("a slot whose holder stopped renewing expires on the database clock", async () => {
+    const s = await fresh();
+    const now = Date.now();
+    await claimedFirings(s, "exp", [[now - 5000, "x"], [now, "y"]]);
+    expect((await s.slots.admit("x", [request("exp", now - 5000, "skip")], 100, now - 5000, decideOverlap)).get(`f_exp_${now - 5000}`)).toEqual({ kind: "run" });
+    await Bun.sleep(150);
+    expect((await s.slots.admit("y", [request("exp", now, "skip")], 60_000, now, decideOverlap)).get(`f_exp_${now}`)).toEqual({ kind: "run" });
     await settled?.();
   });
 }

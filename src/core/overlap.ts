@@ -1,0 +1,37 @@
+// The overlap policy as a pure decision (SPEC "Overlap"), taken when a firing finds its job's
+// concurrency cap held. It is judged at the firing's own instant: only slots taken at or before
+// that instant count, so firings that arrive late together (re-claimed from a dead node, a
+// backlog after a stall) run one after another rather than skipping each other. Catch-up
+// firings are never skipped either. The store applies the decision atomically.
+
+import type { OverlapPolicy } from "./model.ts";
+
+export interface OverlapFacts {
+  overlap: OverlapPolicy;
+  max: number;
+  maxQueue: number;
+  catchup: boolean;
+  /** Live slots of the job taken at or before this firing's instant. */
+  heldAtInstant: number;
+  /** Firings of the job already waiting and counted against the policy's limit. */
+  pending: number;
+}
+
+/** `wait` with `counted` false does not use up coalesce/queue room. */
+export type OverlapDecision = { kind: "wait"; counted: boolean } | { kind: "skip"; reason: string };
+
+export function decideOverlap(f: OverlapFacts): OverlapDecision {
+  if (f.catchup || f.overlap === "allow" || f.heldAtInstant < f.max) return { kind: "wait", counted: false };
+  switch (f.overlap) {
+    case "skip":
+      return { kind: "skip", reason: `overlap skip: ${f.heldAtInstant} running (max ${f.max})` };
+    case "coalesce":
+      return f.pending >= 1
+        ? { kind: "skip", reason: "overlap coalesce: a firing is already pending" }
+        : { kind: "wait", counted: true };
+    case "queue":
+      return f.pending >= f.maxQueue
+        ? { kind: "skip", reason: `overlap queue: ${f.pending} waiting (max_queue ${f.maxQueue})` }
+        : { kind: "wait", counted: true };
+  }
+}
