@@ -18,6 +18,8 @@ export interface ServeConfig {
   misfireThresholdMs: number;
   maxInFlight: number;
   planAheadMs: number;
+  /** What the hash ring spreads: whole jobs (a job's firings on one node) or single firings. */
+  spread: "job" | "firing";
   logLevel: LogLevel;
 }
 
@@ -33,6 +35,7 @@ const FLAGS = {
   "misfire-threshold-ms": { type: "string", default: "60000" },
   "max-in-flight": { type: "string", default: "512" },
   "plan-ahead-ms": { type: "string", default: "10000" },
+  spread: { type: "string", default: "job" },
   "log-level": { type: "string", default: "info" },
 } as const;
 
@@ -48,6 +51,7 @@ export const FLAG_HELP: Record<keyof typeof FLAGS, string> = {
   "misfire-threshold-ms": "how late a firing may be found before its misfire policy applies",
   "max-in-flight": "webhook requests in flight from this node at most",
   "plan-ahead-ms": "how far ahead the leader enqueues firings and nodes claim them",
+  spread: "job: a job's firings go to one node; firing: each firing to a node of its own",
   "log-level": "debug, info, warn or error",
 };
 
@@ -80,6 +84,8 @@ export function parseServeConfig(argv: string[], env: Record<string, string | un
   const host = get("host")!;
   const port = int("port", get("port")!, 0, 65_535);
   const logLevel = get("log-level")!;
+  const spread = get("spread")!;
+  if (spread !== "job" && spread !== "firing") throw new ConfigError(`--spread must be job or firing, got "${spread}"`);
   if (!["debug", "info", "warn", "error"].includes(logLevel)) throw new ConfigError(`--log-level must be debug, info, warn or error`);
   return {
     db: get("db")!,
@@ -93,6 +99,7 @@ export function parseServeConfig(argv: string[], env: Record<string, string | un
     misfireThresholdMs: int("misfire-threshold-ms", get("misfire-threshold-ms")!, 0, 86_400_000),
     maxInFlight: int("max-in-flight", get("max-in-flight")!, 1, 100_000),
     planAheadMs: int("plan-ahead-ms", get("plan-ahead-ms")!, 100, 600_000),
+    spread,
     logLevel: logLevel as LogLevel,
   };
 }

@@ -9,6 +9,7 @@ import { Handoff } from "./core/handoff.ts";
 import { Leader } from "./core/leader.ts";
 import { jsonLogger, type Logger } from "./core/log.ts";
 import { Membership } from "./core/membership.ts";
+import { Metrics } from "./core/metrics.ts";
 import { DEFAULT_PLANNER_OPTIONS, Planner, type PlannerOptions } from "./core/planner.ts";
 import { SchedulerService } from "./core/service.ts";
 import type { WebhookSender } from "./core/webhook.ts";
@@ -55,6 +56,19 @@ export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promis
 
   const membership = new Membership(store.nodes, clock, { nodeId: cfg.nodeId, address: advertise, heartbeatMs: HEARTBEAT_MS, aliveMs: ALIVE_MS }, log);
   const leader = new Leader(store.lease, clock, { nodeId: cfg.nodeId, leaseMs: cfg.leaseMs }, log);
+  const metrics = new Metrics({ node: cfg.nodeId });
+  const outcomes = metrics.counter("cronwheel_firings_total", "Firings by outcome recorded by this node");
+  const lateness = metrics.histogram("cronwheel_lateness_ms", "How late first attempts started after their scheduled instant, ms");
+  const latency = metrics.histogram("cronwheel_delivery_latency_ms", "Webhook request duration, ms");
+  const events: DispatcherEvents = {
+    onOutcome: (firing, outcome) => {
+      outcomes({ outcome: outcome.state });
+      o.events?.onOutcome?.(firing, outcome);
+    },
+    onSkipped: () => outcomes({ outcome: "SKIPPED" }),
+    onLateness: (ms) => lateness(Math.max(0, ms)),
+    onRequest: (ms) => latency(ms),
+  };
   const dispatcher = new Dispatcher(
     store,
     clock,
@@ -68,9 +82,12 @@ export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promis
       lookaheadMs: cfg.planAheadMs,
     },
     log,
-    o.events,
+    events,
   );
   const handoff = new Handoff(cfg.nodeId, (id) => membership.addressOf(id), () => dispatcher.poke(), peerPoker(cfg.token), log);
+  // Spreading by job keeps a job's firings on one node; by firing, a busy job uses every node.
+  const ownerOf = (jobId: string, scheduledAt: number) =>
+    membership.ownerOf(cfg.spread === "job" ? jobId : `${jobId}@${scheduledAt}`);
   const planner = new Planner(
     store,
     leader,
@@ -78,14 +95,22 @@ export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promis
     { ...DEFAULT_PLANNER_OPTIONS, misfireThresholdMs: cfg.misfireThresholdMs, horizonMs: cfg.planAheadMs, ...o.planner },
     (firings) => handoff.notify(firings),
     log,
-    (jobId) => membership.ownerOf(jobId),
+    ownerOf,
   );
   const service = new SchedulerService(store, clock, planner, dispatcher, leader, {
-    ownerOf: (jobId) => membership.ownerOf(jobId),
+    ownerOf,
     notify: (firings) => handoff.notify(firings),
     members: () => membership.members(),
   });
-  app = createApp(service, { token: cfg.token, nodeId: cfg.nodeId, log });
+  metrics.gauge("cronwheel_backlog", "Firings due and not finished (scheduled minus completed), all jobs", async () => [[{}, await service.backlog()]]);
+  metrics.gauge("cronwheel_leader", "1 while this node holds the leader lease", async () => [[{}, leader.current() ? 1 : 0]]);
+  metrics.gauge("cronwheel_epoch", "Epoch of the leader lease as the store has it", async () => [[{}, (await store.lease.read()).epoch]]);
+  metrics.gauge("cronwheel_dispatch_queue", "Firings held by this node's dispatcher, by stage", async () => {
+    const s = dispatcher.stats();
+    return [[{ stage: "wheel" }, s.wheel], [{ stage: "waiting_for_slot" }, s.waiting], [{ stage: "ready" }, s.ready], [{ stage: "in_flight" }, s.inFlight]];
+  });
+  metrics.gauge("cronwheel_live_nodes", "Nodes this node sees as alive", async () => [[{}, membership.liveIds().length]]);
+  app = createApp(service, { token: cfg.token, nodeId: cfg.nodeId, log, metrics: () => metrics.render() });
 
   await membership.start();
   await dispatcher.start();

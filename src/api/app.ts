@@ -27,6 +27,8 @@ export interface AppOptions {
   token: string | null;
   nodeId: string;
   log: Logger;
+  /** Prometheus text for GET /metrics. */
+  metrics: () => Promise<string>;
 }
 
 const BODY_LIMIT_BYTES = 256 * 1024;
@@ -71,7 +73,11 @@ export function createApp(service: SchedulerService, opts: AppOptions): Hono {
     };
     app.use("/v1/*", requireToken);
     app.use("/internal/*", requireToken);
+    app.use("/metrics", requireToken);
   }
+
+  // Registered after the token check: Hono runs handlers and middleware in registration order.
+  app.get("/metrics", async (c) => c.text(await opts.metrics(), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" }));
 
   app.post("/v1/jobs/batch", bodyLimit({ maxSize: BATCH_BODY_LIMIT_BYTES, onError: tooLarge }), async (c) => {
     const { jobs } = parseOr400(BatchInput, await jsonBody(c));
@@ -126,7 +132,10 @@ export function createApp(service: SchedulerService, opts: AppOptions): Hono {
     return c.json({ items: page.items.map(presentJob), next_cursor: page.nextCursor });
   });
 
-  app.get("/v1/jobs/:id", async (c) => c.json(presentJob(await service.require(jobIdParam(c)))));
+  app.get("/v1/jobs/:id", async (c) => {
+    const job = await service.require(jobIdParam(c));
+    return c.json({ ...presentJob(job), backlog: await service.backlog(job.spec.id) });
+  });
 
   app.patch("/v1/jobs/:id", async (c) => {
     const id = jobIdParam(c);

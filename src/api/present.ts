@@ -32,6 +32,7 @@ export function presentFiring(f: Firing) {
     cancel_requested: f.cancelRequested,
     owner: f.owner,
     delivered_by: f.deliveredBy,
+    waiting: f.waiting,
     created_at: iso(f.createdAt),
     updated_at: iso(f.updatedAt),
   };

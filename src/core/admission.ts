@@ -17,6 +17,7 @@ export class Admission {
     private readonly slotTtlMs: number,
     private readonly now: () => number,
     private readonly log: Logger,
+    private readonly onSkip: () => void = () => {},
   ) {}
 
   get waitingCount(): number {
@@ -44,7 +45,10 @@ export class Admission {
       const f = byId.get(id)!;
       if (r.kind === "run") run.push(f);
       else if (r.kind === "wait") this.waiting.set(id, f);
-      else if (r.kind === "skip") this.log.debug("firing skipped", { firing_id: id, job_id: f.jobId, reason: r.reason });
+      else if (r.kind === "skip") {
+        this.onSkip();
+        this.log.debug("firing skipped", { firing_id: id, job_id: f.jobId, reason: r.reason });
+      }
     }
     return run.sort((a, b) => a.scheduledAt - b.scheduledAt);
   }

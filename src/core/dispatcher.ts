@@ -41,6 +41,12 @@ const CLAIM_BATCH = 2_000;
 export interface DispatcherEvents {
   /** A firing reached a terminal state or was retried, after the store recorded it. */
   onOutcome?: (firing: Firing, outcome: FiringOutcome) => void;
+  /** A first, on-schedule attempt started this late (ms after its instant). */
+  onLateness?: (ms: number) => void;
+  /** A webhook request took this long (ms), whatever its answer. */
+  onRequest?: (ms: number) => void;
+  /** The overlap policy skipped a firing. */
+  onSkipped?: () => void;
 }
 
 export class Dispatcher {
@@ -72,7 +78,7 @@ export class Dispatcher {
   ) {
     this.wheel = new TimingWheel<Firing>(clock.now());
     this.writer = new OutcomeWriter(store.firings, opts.nodeId, clock);
-    this.admission = new Admission(store, opts.nodeId, opts.claimTtlMs, () => clock.now(), log);
+    this.admission = new Admission(store, opts.nodeId, opts.claimTtlMs, () => clock.now(), log, () => events.onSkipped?.());
   }
 
   async start(): Promise<void> {
@@ -268,7 +274,10 @@ export class Dispatcher {
     if (!job) outcome = { id: firing.id, state: "CANCELLED", error: "job deleted" };
     else {
       const ctx = { clock: this.clock, send: this.send, signingSecret: this.opts.signingSecret, random: this.random };
+      const startedAt = this.clock.now();
+      if (firing.attempts === 1 && !firing.catchup) this.events.onLateness?.(startedAt - firing.scheduledAt);
       outcome = await attempt(ctx, job.spec, firing, controller);
+      this.events.onRequest?.(this.clock.now() - startedAt);
     }
     const moved = await this.persist("recording a delivery outcome", () => this.writer.write(outcome));
     this.inFlight.delete(firing.id);

@@ -62,9 +62,9 @@ export class Membership {
     return this.live;
   }
 
-  /** The node that delivers this job's firings, as this node sees the cluster. */
-  ownerOf(jobId: string): string {
-    return this.ring.get(jobId) ?? this.opts.nodeId;
+  /** The node for this key (a job id, or a job id and instant), as this node sees the cluster. */
+  ownerOf(key: string): string {
+    return this.ring.get(key) ?? this.opts.nodeId;
   }
 
   addressOf(nodeId: string): string | null {

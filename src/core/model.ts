@@ -124,6 +124,8 @@ export interface Firing {
   owner: string | null;
   /** Node that made the latest attempt. */
   deliveredBy: string | null;
+  /** Due, and waiting for a slot of its job's concurrency cap. */
+  waiting: boolean;
 }
 
 /** `<job id>:<scheduled instant in ms>` — the same on every attempt and duplicate. */

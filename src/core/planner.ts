@@ -51,8 +51,8 @@ export class Planner {
     private readonly opts: PlannerOptions,
     private readonly onEnqueued: EnqueuedListener,
     private readonly log: Logger,
-    /** The node to deliver a job's firings (the hash ring's choice); null = any node. */
-    private readonly ownerOf: (jobId: string) => string | null = () => null,
+    /** The node to deliver a firing (the hash ring's choice); null = any node. */
+    private readonly ownerOf: (jobId: string, scheduledAt: number) => string | null = () => null,
   ) {
     leader.onChange((e) => {
       if (e.kind === "elected") {
@@ -188,7 +188,7 @@ export class Planner {
       catchup,
       manual: false,
       priority: spec.priority,
-      owner: this.ownerOf(spec.id),
+      owner: this.ownerOf(spec.id, at),
     });
     let next = job.nextFireAt;
     const late = next !== null && now - next > this.opts.misfireThresholdMs;

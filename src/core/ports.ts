@@ -125,6 +125,8 @@ export interface FiringStore {
   reclaimExpired(nowMs: number): Promise<number>;
   cancel(id: string, nowMs: number): Promise<CancelResult>;
   retryDead(id: string, nowMs: number): Promise<Firing | null>;
+  /** Firings due by nowMs and not finished (scheduled minus completed), of one job or all. */
+  backlog(nowMs: number, jobId?: string): Promise<number>;
   /** Of `ids`, those whose cancel was requested while RUNNING. */
   cancelRequested(ids: string[]): Promise<string[]>;
 }

@@ -14,7 +14,7 @@ import { compileSchedule, parseInstantMs, previewTimes } from "./schedule.ts";
 
 /** What the service needs of the cluster: who owns a job, and how to wake a firing's owner. */
 export interface ClusterView {
-  ownerOf(jobId: string): string | null;
+  ownerOf(jobId: string, scheduledAt: number): string | null;
   notify(firings: Firing[]): void;
   members(): MemberView[];
 }
@@ -156,7 +156,7 @@ export class SchedulerService {
           catchup: false,
           manual: true,
           priority: job.spec.priority,
-          owner: this.cluster.ownerOf(id),
+          owner: this.cluster.ownerOf(id, now),
         },
         lease.epoch,
         now,
@@ -218,6 +218,11 @@ export class SchedulerService {
   /** A peer enqueued firings this node owns: claim them now rather than at the next poll. */
   poke(): void {
     this.dispatcher.poke();
+  }
+
+  /** Firings of the job (or of all jobs) that came due and have not finished. */
+  backlog(jobId?: string): Promise<number> {
+    return this.store.firings.backlog(this.clock.now(), jobId);
   }
 
   isLeader(): boolean {

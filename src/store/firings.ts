@@ -300,6 +300,23 @@ export class LibsqlFiringStore implements FiringStore {
     return rs.rows[0] ? rowToFiring(rs.rows[0]) : null;
   }
 
+  async backlog(nowMs: number, jobId?: string): Promise<number> {
+    const rs = await this.db.execute(
+      jobId === undefined
+        ? {
+            sql: `SELECT COUNT(*) AS n FROM firings
+                  WHERE state IN ('SCHEDULED', 'CLAIMED', 'RUNNING', 'RETRYING') AND scheduled_at <= ?`,
+            args: [nowMs],
+          }
+        : {
+            sql: `SELECT COUNT(*) AS n FROM firings
+                  WHERE job_id = ? AND scheduled_at <= ? AND state IN ('SCHEDULED', 'CLAIMED', 'RUNNING', 'RETRYING')`,
+            args: [jobId, nowMs],
+          },
+    );
+    return Number(rs.rows[0]?.n ?? 0);
+  }
+
   async cancelRequested(ids: string[]): Promise<string[]> {
     const out: string[] = [];
     for (let i = 0; i < ids.length; i += 500) {

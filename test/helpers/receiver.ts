@@ -7,6 +7,8 @@ export interface Received {
   headers: Record<string, string>;
   body: string;
   arrivedAt: number;
+  /** When the answer was sent (or the request aborted); null while in flight. */
+  finishedAt: number | null;
 }
 
 export interface Reply {
@@ -37,6 +39,7 @@ export class Receiver {
           headers: Object.fromEntries(req.headers.entries()),
           body,
           arrivedAt: Date.now(),
+          finishedAt: null,
         };
         this.received.push(rec);
         this.notify();
@@ -55,6 +58,7 @@ export class Receiver {
             this.notify();
           }
         }
+        rec.finishedAt = Date.now();
         return new Response("ok", { status: reply.status, headers: reply.headers });
       },
     });
@@ -72,6 +76,19 @@ export class Receiver {
 
   forJob(jobId: string): Received[] {
     return this.received.filter((r) => r.headers["cronwheel-job-id"] === jobId);
+  }
+
+  /** Most requests of one job that were in flight at the same time. */
+  maxConcurrent(jobId: string): number {
+    const events = this.forJob(jobId).flatMap((r) => [
+      [r.arrivedAt, 1],
+      [r.finishedAt ?? Infinity, -1],
+    ]);
+    events.sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!); // an end and a start at the same ms do not overlap
+    let now = 0;
+    let max = 0;
+    for (const [, d] of events) max = Math.max(max, (now += d!));
+    return max;
   }
 
   /** Resolves when pred holds for the requests so far; rejects after timeoutMs. */
