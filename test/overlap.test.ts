@@ -39,4 +39,10 @@ describe("decideOverlap", () => {
   test("late arrivals: if the slot was taken after its instant, it waits its turn uncounted", () => {
     expect(decideOverlap(facts({ overlap: "skip", heldAtInstant: 0 }))).toEqual({ kind: "wait", counted: false });
   });
+
+  test("free at its instant but another firing already queued: the policy applies to the queue", () => {
+    expect(decideOverlap(facts({ overlap: "coalesce", heldAtInstant: 0, pending: 1 })).kind).toBe("skip");
+    expect(decideOverlap(facts({ overlap: "queue", heldAtInstant: 0, pending: 1, maxQueue: 2 }))).toEqual({ kind: "wait", counted: true });
+    expect(decideOverlap(facts({ overlap: "queue", heldAtInstant: 0, pending: 2, maxQueue: 2 })).kind).toBe("skip");
+  });
 });

@@ -21,10 +21,12 @@ export interface OverlapFacts {
 export type OverlapDecision = { kind: "wait"; counted: boolean } | { kind: "skip"; reason: string };
 
 export function decideOverlap(f: OverlapFacts): OverlapDecision {
-  if (f.catchup || f.overlap === "allow" || f.heldAtInstant < f.max) return { kind: "wait", counted: false };
+  // Free at its instant and nobody queued before it: it only arrived late, so it takes its turn.
+  // With others queued, the queue is what holds it back, and the policy applies as usual.
+  if (f.catchup || f.overlap === "allow" || (f.heldAtInstant < f.max && f.pending === 0)) return { kind: "wait", counted: false };
   switch (f.overlap) {
     case "skip":
-      return { kind: "skip", reason: `overlap skip: ${f.heldAtInstant} running (max ${f.max})` };
+      return { kind: "skip", reason: `overlap skip: ${Math.max(f.heldAtInstant, f.max)} running (max ${f.max})` };
     case "coalesce":
       return f.pending >= 1
         ? { kind: "skip", reason: "overlap coalesce: a firing is already pending" }

@@ -2,7 +2,7 @@
 // claiming node), so two nodes racing for one firing, or a cancel racing a delivery, resolve
 // in the database: the loser's statement matches no row and it learns so from RETURNING.
 
-import type { Client, InStatement, Row } from "@libsql/client";
+import type { InStatement, Row } from "@libsql/client";
 import type { Firing, FiringState } from "../core/model.ts";
 import type {
   CancelResult,
@@ -27,7 +27,7 @@ import {
   rowToFiring,
   rows,
 } from "./rows.ts";
-import { SQL_NOW_MS } from "./db.ts";
+import { SQL_NOW_MS, type Db } from "./db.ts";
 
 /** Rows per multi-row statement: big enough to amortise preparing it, well under SQLite's parameter limit. */
 const ROWS_PER_STATEMENT = 250;
@@ -47,7 +47,7 @@ function insertManualFiring(f: NewFiring, epoch: number, nowMs: number): InState
 }
 
 export class LibsqlFiringStore implements FiringStore {
-  constructor(private readonly db: Client) {}
+  constructor(private readonly db: Db) {}
 
   async get(id: string): Promise<Firing | null> {
     const rs = await this.db.execute({ sql: `SELECT ${FIRING_COLUMNS} FROM firings WHERE id = ?`, args: [id] });

@@ -2,7 +2,7 @@
 // Withdrawing "planned" firings means deleting first attempts that are not yet due: they were
 // enqueued ahead of their instant and never existed as far as a receiver is concerned.
 
-import type { Client, InStatement, InValue } from "@libsql/client";
+import type { InStatement, InValue } from "@libsql/client";
 import type { Job } from "../core/model.ts";
 import type { JobPage, JobStore } from "../core/ports.ts";
 import {
@@ -14,6 +14,7 @@ import {
   placeholders,
   rowToJob,
 } from "./rows.ts";
+import type { Db } from "./db.ts";
 
 const INSERT_JOB = `INSERT INTO jobs (${JOB_COLUMNS}) VALUES (${placeholders(9)})`;
 
@@ -26,7 +27,7 @@ function withdrawPlanned(jobId: string, nowMs: number): { sql: string; args: InV
 }
 
 export class LibsqlJobStore implements JobStore {
-  constructor(private readonly db: Client) {}
+  constructor(private readonly db: Db) {}
 
   async insert(job: Job): Promise<boolean> {
     const rs = await this.db.execute({

@@ -1,12 +1,11 @@
 // The leader lease: one row with holder, a monotonic epoch and an expiry judged on the
 // database's clock, so clock skew between nodes can never make two leaders.
 
-import type { Client } from "@libsql/client";
 import type { Fence, LeaseInfo, LeaseStore } from "../core/ports.ts";
-import { SQL_NOW_MS } from "./db.ts";
+import { SQL_NOW_MS, type Db } from "./db.ts";
 
 export class LibsqlLeaseStore implements LeaseStore {
-  constructor(private readonly db: Client) {}
+  constructor(private readonly db: Db) {}
 
   async tryAcquire(nodeId: string, ttlMs: number): Promise<LeaseInfo | null> {
     const rs = await this.db.execute({

@@ -1,12 +1,11 @@
 // Cluster membership rows: each node upserts its heartbeat with the database's clock, so
 // "alive" is judged on one clock for every node.
 
-import type { Client } from "@libsql/client";
 import type { NodeRecord, NodeStore } from "../core/ports.ts";
-import { SQL_NOW_MS } from "./db.ts";
+import { SQL_NOW_MS, type Db } from "./db.ts";
 
 export class LibsqlNodeStore implements NodeStore {
-  constructor(private readonly db: Client) {}
+  constructor(private readonly db: Db) {}
 
   async heartbeat(id: string, address: string): Promise<void> {
     await this.db.execute({

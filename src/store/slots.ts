@@ -2,10 +2,10 @@
 // runs in one write transaction: the common case (a free slot, nobody older waiting) is one
 // multi-row INSERT for many firings; the rest are decided one by one with the overlap policy.
 
-import type { Client, Transaction } from "@libsql/client";
+import type { Transaction } from "@libsql/client";
 import type { AdmissionRequest, AdmissionResult, SlotStore } from "../core/ports.ts";
 import type { OverlapDecision, OverlapFacts } from "../core/overlap.ts";
-import { SQL_NOW_MS } from "./db.ts";
+import { SQL_NOW_MS, type Db } from "./db.ts";
 import { chunks, placeholders, rows } from "./rows.ts";
 
 const ROWS_PER_STATEMENT = 250;
@@ -14,7 +14,7 @@ const ROWS_PER_STATEMENT = 250;
 const MINE = "EXISTS (SELECT 1 FROM firings f WHERE f.id = v.column2 AND f.state = 'CLAIMED' AND f.claimed_by = ?)";
 
 export class LibsqlSlotStore implements SlotStore {
-  constructor(private readonly db: Client) {}
+  constructor(private readonly db: Db) {}
 
   async admit(
     nodeId: string,

@@ -1,0 +1,67 @@
+// Overlap policies held cluster-wide, with real processes and a slow receiver: an every-second
+// job whose handler takes 3.5 s never has two requests in flight; skip keeps nothing pending,
+// coalesce at most one, queue at most max_queue. Then the same with one job's firings spread
+// over three nodes (--spread firing), where only the store-held cap can keep them apart.
+
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { tempDbUrl } from "./helpers/node.ts";
+import { eventually, startServe, type ServeProcess } from "./helpers/process.ts";
+import { Receiver } from "./helpers/receiver.ts";
+
+const HANDLER_MS = 3_500;
+const RUN_MS = 11_000;
+
+for (const nodeCount of [1, 3]) {
+  describe(nodeCount === 1 ? "one node" : "three nodes, one job's firings spread over all", () => {
+    const receiver = new Receiver();
+    let nodes: ServeProcess[] = [];
+
+    beforeAll(async () => {
+      await receiver.start();
+      const db = tempDbUrl();
+      for (let i = 1; i <= nodeCount; i++) nodes.push(await startServe(db, ["--node-id", `s${i}`, "--lease-ms", "2000", "--spread", "firing"]));
+      await eventually(async () => {
+        const v = (await nodes[0]!.api("GET", "/v1/cluster")).json;
+        return v.leader && v.nodes.filter((n: any) => n.alive).length === nodeCount;
+      }, 10_000, "the cluster to form");
+    });
+    afterAll(async () => {
+      for (const n of nodes) await n.kill9();
+      nodes = [];
+      receiver.stop();
+    });
+
+    for (const [overlap, maxWaiting] of [["skip", 0], ["coalesce", 1], ["queue", 2]] as const) {
+      test(`${overlap}: never two in flight, at most ${maxWaiting} waiting`, async () => {
+        const id = `slow-${overlap}`;
+        receiver.script(id, Array.from({ length: 30 }, () => ({ status: 200, delayMs: HANDLER_MS })));
+        const created = await nodes[0]!.api("PUT", `/v1/jobs/${id}`, {
+          schedule: { every: "1s" },
+          target: { url: `${receiver.url}/slow`, timeout_ms: 10_000 },
+          concurrency: { max: 1, overlap, max_queue: 2 },
+        });
+        expect(created.status).toBe(201);
+        let seenWaiting = 0;
+        const until = Date.now() + RUN_MS;
+        while (Date.now() < until) {
+          const firings = (await nodes[0]!.api("GET", `/v1/jobs/${id}/firings?limit=100`)).json.items as any[];
+          seenWaiting = Math.max(seenWaiting, firings.filter((f) => f.waiting && ["SCHEDULED", "CLAIMED"].includes(f.state)).length);
+          await Bun.sleep(150);
+        }
+        await nodes[0]!.api("DELETE", `/v1/jobs/${id}`);
+        const firings = (await nodes[0]!.api("GET", `/v1/firings?state=SKIPPED&limit=1000`)).json.items.filter((f: any) => f.job_id === id);
+        const got = receiver.forJob(id);
+        expect(got.length).toBeGreaterThanOrEqual(3);
+        expect(receiver.maxConcurrent(id)).toBe(1);
+        expect(seenWaiting).toBe(maxWaiting);
+        expect(firings.length).toBeGreaterThanOrEqual(2);
+        for (const f of firings) expect(f.last_error).toContain(`overlap ${overlap}`);
+        if (nodeCount > 1) {
+          const done = (await nodes[0]!.api("GET", `/v1/firings?state=DONE&limit=1000`)).json.items.filter((f: any) => f.job_id === id);
+          const skippedBy = new Set(firings.map((f: any) => f.owner));
+          expect(new Set([...done.map((f: any) => f.delivered_by), ...skippedBy]).size).toBeGreaterThanOrEqual(2);
+        }
+      }, 40_000);
+    }
+  });
+}
