@@ -63,5 +63,55 @@ for (const nodeCount of [1, 3]) {
         }
       }, 40_000);
     }
+
+    test("cancel through any node: the delivering node aborts the request within a second", async () => {
+      const id = "cancel-me";
+      receiver.script(id, [{ status: 200, delayMs: 30_000 }]);
+      await nodes[0]!.api("PUT", `/v1/jobs/${id}`, { schedule: { cron: "0 0 1 1 *" }, target: { url: `${receiver.url}/c`, timeout_ms: 60_000 } });
+      const fired = (await nodes[0]!.api("POST", `/v1/jobs/${id}/trigger`)).json;
+      await receiver.waitFor((r) => r.some((x) => x.headers["cronwheel-firing-id"] === fired.id));
+      const running = await eventually(async () => {
+        const f = (await nodes[0]!.api("GET", `/v1/firings/${fired.id}`)).json;
+        return f.state === "RUNNING" ? f : null;
+      }, 5_000, "RUNNING");
+      // Ask a node other than the one delivering, when there is one.
+      const asked = nodes.find((n, i) => `s${i + 1}` !== running.delivered_by) ?? nodes[0]!;
+      const abortedBefore = receiver.aborted;
+      const t0 = Date.now();
+      const r = await asked.api("POST", `/v1/firings/${fired.id}/cancel`);
+      expect(r.status).toBe(202);
+      await receiver.waitFor(() => receiver.aborted > abortedBefore, 3_000);
+      expect(Date.now() - t0).toBeLessThan(1_500);
+      const done = await eventually(async () => {
+        const f = (await nodes[0]!.api("GET", `/v1/firings/${fired.id}`)).json;
+        return f.state === "CANCELLED" ? f : null;
+      }, 3_000, "CANCELLED");
+      expect(done.attempts).toBe(1);
+      expect((await asked.api("POST", `/v1/firings/${fired.id}/cancel`)).status).toBe(409);
+    }, 30_000);
+
+    test("deleting a job with firings running and waiting leaves none of them unfinished", async () => {
+      const id = "delete-busy";
+      receiver.script(id, Array.from({ length: 10 }, () => ({ status: 200, delayMs: 3_000 })));
+      await nodes[0]!.api("PUT", `/v1/jobs/${id}`, {
+        schedule: { every: "1s" },
+        target: { url: `${receiver.url}/d`, timeout_ms: 10_000 },
+        concurrency: { max: 1, overlap: "queue", max_queue: 3 },
+      });
+      await eventually(async () => {
+        const items = (await nodes[0]!.api("GET", `/v1/jobs/${id}/firings?limit=50`)).json.items as any[];
+        return items.some((f) => f.state === "RUNNING") && items.some((f) => f.waiting);
+      }, 10_000, "one running and one waiting");
+      expect((await nodes[0]!.api("DELETE", `/v1/jobs/${id}`)).status).toBe(204);
+      const unfinished = await eventually(async () => {
+        const items = (await nodes[0]!.api("GET", `/v1/firings?limit=1000`)).json.items.filter((f: any) => f.job_id === id);
+        const open = items.filter((f: any) => ["SCHEDULED", "CLAIMED", "RUNNING", "RETRYING"].includes(f.state));
+        return open.length === 0 ? items : null;
+      }, 5_000, "every firing of the deleted job to finish");
+      expect(unfinished.filter((f: any) => f.state === "CANCELLED").length).toBeGreaterThanOrEqual(2);
+      const count = receiver.forJob(id).length;
+      await Bun.sleep(1_500);
+      expect(receiver.forJob(id).length).toBe(count);
+    }, 30_000);
   });
 }
