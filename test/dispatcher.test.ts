@@ -11,6 +11,7 @@ import { DEFAULT_PLANNER_OPTIONS, Planner } from "../src/core/planner.ts";
 import type { Store } from "../src/core/ports.ts";
 import type { WebhookSender } from "../src/core/webhook.ts";
 import { openStore } from "../src/store/index.ts";
+import { testJob } from "./helpers/fixtures.ts";
 import { tempDbUrl } from "./helpers/node.ts";
 
 let cleanup: (() => Promise<void>) | null = null;
@@ -40,25 +41,7 @@ async function harness(replies: number[]) {
 }
 
 function oneShot(at: number): Job {
-  return {
-    spec: {
-      id: "shot",
-      schedule: { at: new Date(at).toISOString() },
-      target: { url: "http://127.0.0.1:9/x", method: "POST", headers: {}, timeout_ms: 1000 },
-      retry: { max_attempts: 3, initial_backoff_ms: 1000, max_backoff_ms: 60_000 },
-      misfire: { policy: "fire_once", max_catchup: 100 },
-      concurrency: { max: 1, overlap: "skip", max_queue: 10 },
-      priority: "normal",
-      metadata: {},
-    },
-    paused: false,
-    nextFireAt: at,
-    lastFiredAt: null,
-    anchorAt: at,
-    createdAt: at,
-    updatedAt: at,
-    version: 1,
-  };
+  return testJob({ id: "shot", schedule: { at: new Date(at).toISOString() } }, { nextFireAt: at, anchorAt: at, createdAt: at, updatedAt: at });
 }
 
 /** Advances in 5 ms steps so each awaited store call gets its turn between timers. */

@@ -8,6 +8,7 @@ import { decideMisfire } from "../src/core/misfire.ts";
 import type { Job, JobSpec } from "../src/core/model.ts";
 import { DEFAULT_PLANNER_OPTIONS, Planner } from "../src/core/planner.ts";
 import type { Store } from "../src/core/ports.ts";
+import { testJob } from "./helpers/fixtures.ts";
 
 describe("decideMisfire", () => {
   const stored = [
@@ -63,26 +64,8 @@ describe("Planner.planJob", () => {
   const clock = new VirtualClock(Date.parse("2027-01-01T12:00:00Z"));
   const planner = new Planner({} as Store, { onChange() {} } as unknown as Leader, clock, { ...DEFAULT_PLANNER_OPTIONS, horizonMs: 5_000, misfireThresholdMs: 60_000 }, () => {}, silentLogger);
 
-  const job = (spec: Partial<JobSpec>, nextFireAt: number): Job => ({
-    spec: {
-      id: "j",
-      schedule: { every: "1s" },
-      target: { url: "http://x", method: "POST", headers: {}, timeout_ms: 1000 },
-      retry: { max_attempts: 3, initial_backoff_ms: 1000, max_backoff_ms: 60000 },
-      misfire: { policy: "fire_once", max_catchup: 100 },
-      concurrency: { max: 1, overlap: "skip", max_queue: 10 },
-      priority: "normal",
-      metadata: {},
-      ...spec,
-    },
-    paused: false,
-    nextFireAt,
-    lastFiredAt: null,
-    anchorAt: Date.parse("2027-01-01T00:00:00Z"),
-    createdAt: 0,
-    updatedAt: 0,
-    version: 1,
-  });
+  const job = (spec: Partial<JobSpec>, nextFireAt: number): Job =>
+    testJob({ id: "j", ...spec }, { nextFireAt, anchorAt: Date.parse("2027-01-01T00:00:00Z") });
   const now = clock.now();
 
   test("on time: enqueues every instant within the horizon and advances next_fire_at past it", () => {

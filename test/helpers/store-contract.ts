@@ -5,27 +5,10 @@
 import { afterEach, expect, test } from "bun:test";
 import type { Job } from "../../src/core/model.ts";
 import { decideOverlap } from "../../src/core/overlap.ts";
+import { testJob } from "./fixtures.ts";
 import type { PlanEntry, Store } from "../../src/core/ports.ts";
 
-export const job = (id: string, nextFireAt: number): Job => ({
-  spec: {
-    id,
-    schedule: { every: "1s" },
-    target: { url: "http://127.0.0.1:9/x", method: "POST", headers: {}, timeout_ms: 1000 },
-    retry: { max_attempts: 3, initial_backoff_ms: 1000, max_backoff_ms: 60000 },
-    misfire: { policy: "fire_once", max_catchup: 100 },
-    concurrency: { max: 1, overlap: "skip", max_queue: 10 },
-    priority: "normal",
-    metadata: {},
-  },
-  paused: false,
-  nextFireAt,
-  lastFiredAt: null,
-  anchorAt: 0,
-  createdAt: 0,
-  updatedAt: 0,
-  version: 1,
-});
+export const job = (id: string, nextFireAt: number): Job => testJob({ id }, { nextFireAt });
 
 export const entry = (jobId: string, at: number, version = 1): PlanEntry => ({
   jobId,
