@@ -28,6 +28,7 @@ async function harness(replies: number[]) {
     sent.push({ at: clock.now(), attempt: Number(req.headers["Cronwheel-Attempt"]) });
     return { status: replies.shift() ?? 200, retryAfter: null };
   };
+  await store.nodes.heartbeat("n", "http://n"); // claims and slots hold while this is fresh
   const leader = new Leader(store.lease, clock, { nodeId: "n", leaseMs: 60_000 }, silentLogger);
   await leader.tick();
   const dispatcher = new Dispatcher(store, clock, send, () => ["n"], { ...DEFAULT_DISPATCHER_OPTIONS, nodeId: "n", signingSecret: null }, silentLogger, {}, () => 0.5);

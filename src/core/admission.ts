@@ -14,7 +14,8 @@ export class Admission {
   constructor(
     private readonly store: Store,
     private readonly nodeId: string,
-    private readonly slotTtlMs: number,
+    /** A slot counts while its node's heartbeat is younger than this. */
+    private readonly nodeTtlMs: number,
     private readonly now: () => number,
     private readonly log: Logger,
     private readonly onSkip: () => void = () => {},
@@ -25,7 +26,7 @@ export class Admission {
   }
 
   /** The firings that may run now; the others now wait here, or were skipped in the store. */
-  async admit(firings: Firing[], jobOf: (jobId: string) => Job | undefined): Promise<Firing[]> {
+  async admit(firings: Firing[], jobOf: (jobId: string) => Job | undefined, offeredAgain = false): Promise<Firing[]> {
     const run: Firing[] = [];
     const requests: AdmissionRequest[] = [];
     const byId = new Map<string, Firing>();
@@ -37,10 +38,19 @@ export class Admission {
         continue;
       }
       byId.set(f.id, f);
-      requests.push({ firingId: f.id, jobId: f.jobId, scheduledAt: f.scheduledAt, max: c.max, overlap: c.overlap, maxQueue: c.max_queue, catchup: f.catchup });
+      requests.push({
+        firingId: f.id,
+        jobId: f.jobId,
+        scheduledAt: f.scheduledAt,
+        waiting: offeredAgain || f.waiting,
+        max: c.max,
+        overlap: c.overlap,
+        maxQueue: c.max_queue,
+        catchup: f.catchup,
+      });
     }
     if (requests.length === 0) return run;
-    const results = await this.store.slots.admit(this.nodeId, requests, this.slotTtlMs, this.now(), decideOverlap);
+    const results = await this.store.slots.admit(this.nodeId, requests, this.nodeTtlMs, this.now(), decideOverlap);
     for (const [id, r] of results) {
       const f = byId.get(id)!;
       if (r.kind === "run") run.push(f);
@@ -60,7 +70,7 @@ export class Admission {
     // Out of the list while being offered, so two overlapping offers cannot both start one firing.
     for (const f of offered) this.waiting.delete(f.id);
     try {
-      return await this.admit(offered, jobOf);
+      return await this.admit(offered, jobOf, true);
     } catch (err) {
       for (const f of offered) this.waiting.set(f.id, f);
       throw err;
@@ -80,9 +90,5 @@ export class Admission {
 
   release(firingIds: string[]): Promise<void> {
     return this.store.slots.release(this.nodeId, firingIds);
-  }
-
-  renew(): Promise<void> {
-    return this.store.slots.renew(this.nodeId, this.slotTtlMs);
   }
 }

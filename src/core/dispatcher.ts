@@ -1,7 +1,8 @@
 // Every node's half of scheduling: claim stored firings shortly before they are due, hold them
-// in a timing wheel, and at their instant pass them through the concurrency gate to delivery.
-// Claims are leases renewed by this loop, so a node that dies lets go of its firings within
-// claimTtlMs and another node re-claims them (at-least-once, same idempotency key).
+// in a timing wheel, and at their instant pass them through admission (the job's concurrency
+// cap) to delivery. A claim holds while this node's heartbeat is fresh, so a node that dies lets
+// go of its firings within claimTtlMs and another node re-claims them (at-least-once, same
+// idempotency key); renewing the heartbeat renews every claim at once.
 
 import type { Clock } from "./clock.ts";
 import { attempt, OutcomeWriter, type AbortReason } from "./delivery.ts";
@@ -22,6 +23,7 @@ export interface DispatcherOptions {
    * worst lateness after a crash does not depend on it; only how many firings are affected.
    */
   lookaheadMs: number;
+  /** Claims and concurrency slots of a node whose heartbeat is older than this are void. */
   claimTtlMs: number;
   feedEveryMs: number;
   /** Global cap on webhook requests in flight from this node. */
@@ -87,7 +89,6 @@ export class Dispatcher {
       this.poke();
       void this.offerWaiting(); // a slot may have been freed on another node
     });
-    this.every(Math.max(100, Math.floor(this.opts.claimTtlMs / 3)), () => void this.renew());
     this.every(1_000, () => void this.checkCancels());
     this.poke();
   }
@@ -165,13 +166,13 @@ export class Dispatcher {
     try {
       if (this.clock.monoNow() - this.lastReclaimMono >= this.opts.claimTtlMs / 3) {
         this.lastReclaimMono = this.clock.monoNow();
-        const n = await this.store.firings.reclaimExpired(this.clock.now());
+        const n = await this.store.firings.reclaimExpired(this.opts.claimTtlMs, this.clock.now());
         if (n > 0) this.log.warn("re-claimed firings whose claim expired", { count: n });
       }
       for (;;) {
         const now = this.clock.now();
         const claimed = await this.store.firings.claimReady(
-          this.opts.nodeId, this.liveIds(), now + this.opts.lookaheadMs, this.opts.claimTtlMs, CLAIM_BATCH, now,
+          this.opts.nodeId, this.liveIds(), now + this.opts.lookaheadMs, CLAIM_BATCH, now,
         );
         await this.loadJobs(claimed);
         for (const f of claimed) this.wheel.add(f.id, f.nextAttemptAt, f);
@@ -307,15 +308,6 @@ export class Dispatcher {
         this.log.error(`${what} failed; retrying`, { err: String(err) });
         await this.clock.sleep(wait);
       }
-    }
-  }
-
-  private async renew(): Promise<void> {
-    try {
-      await this.store.firings.renewClaims(this.opts.nodeId, this.opts.claimTtlMs);
-      await this.admission.renew();
-    } catch (err) {
-      this.log.warn("renewing claims failed", { err: String(err) });
     }
   }
 

@@ -81,7 +81,7 @@ export interface Job {
 /**
  * Firing states (SPEC "Firings"):
  * - SCHEDULED: enqueued by the leader, waiting for its instant (or for a concurrency slot);
- * - CLAIMED: a node took it for delivery (claim lease in claim_expires_at);
+ * - CLAIMED: a node took it for delivery (the claim holds while that node's heartbeat is fresh);
  * - RUNNING: the webhook request is in flight;
  * - RETRYING: an attempt failed retryably; next attempt at next_attempt_at;
  * - DONE: a 2xx came back;
@@ -116,7 +116,6 @@ export interface Firing {
   /** When the next delivery attempt is due (scheduled_at, or the retry time). */
   nextAttemptAt: number;
   claimedBy: string | null;
-  claimExpiresAt: number | null;
   cancelRequested: boolean;
   /** Set for firings made by POST /v1/jobs/{id}/trigger. */
   manual: boolean;

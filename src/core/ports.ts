@@ -110,7 +110,7 @@ export interface FiringStore {
    * SCHEDULED/RETRYING firings due by untilMs that nodeId may take, claimed for it: its own,
    * unowned ones, and those whose owner is not among `liveIds` (a dead node's share).
    */
-  claimReady(nodeId: string, liveIds: string[], untilMs: number, claimTtlMs: number, limit: number, nowMs: number): Promise<Firing[]>;
+  claimReady(nodeId: string, liveIds: string[], untilMs: number, limit: number, nowMs: number): Promise<Firing[]>;
   /** CLAIMED by nodeId -> RUNNING (attempts + 1); returns the ones that moved. */
   markRunning(nodeId: string, ids: string[], nowMs: number): Promise<Firing[]>;
   /** RUNNING by nodeId -> outcome, each a CAS; returns which ids moved. */
@@ -119,10 +119,11 @@ export interface FiringStore {
   skipClaimed(nodeId: string, ids: string[], reason: string, nowMs: number): Promise<Set<string>>;
   /** CLAIMED by nodeId -> back to SCHEDULED/RETRYING (handed back on shutdown). */
   release(nodeId: string, ids: string[], nowMs: number): Promise<void>;
-  /** Claim expiry is kept on the database's clock, like the lease: node clock skew cannot expire a live claim. */
-  renewClaims(nodeId: string, claimTtlMs: number): Promise<number>;
-  /** Claims whose holder stopped renewing go back to SCHEDULED/RETRYING. */
-  reclaimExpired(nowMs: number): Promise<number>;
+  /**
+   * Claims of nodes whose heartbeat is older than nodeTtlMs (database clock) go back to
+   * SCHEDULED/RETRYING; their concurrency slots stop counting.
+   */
+  reclaimExpired(nodeTtlMs: number, nowMs: number): Promise<number>;
   cancel(id: string, nowMs: number): Promise<CancelResult>;
   retryDead(id: string, nowMs: number): Promise<Firing | null>;
   /** Firings due by nowMs and not finished (scheduled minus completed), of one job or all. */
@@ -152,6 +153,8 @@ export interface AdmissionRequest {
   firingId: string;
   jobId: string;
   scheduledAt: number;
+  /** Offered again after waiting (its waiting flag is cleared when it gets the slot). */
+  waiting: boolean;
   max: number;
   overlap: OverlapPolicy;
   maxQueue: number;
@@ -170,11 +173,9 @@ export interface SlotStore {
    * transaction, so every node's admissions are serialised. Requests are handled oldest first;
    * a firing never takes a slot ahead of an older firing of its job that is already waiting.
    */
-  admit(nodeId: string, requests: AdmissionRequest[], slotTtlMs: number, nowMs: number, decide: (f: OverlapFacts) => OverlapDecision): Promise<Map<string, AdmissionResult>>;
+  admit(nodeId: string, requests: AdmissionRequest[], nodeTtlMs: number, nowMs: number, decide: (f: OverlapFacts) => OverlapDecision): Promise<Map<string, AdmissionResult>>;
   /** Frees the slots nodeId holds for these firings (they ended, or never started). */
   release(nodeId: string, firingIds: string[]): Promise<void>;
-  /** Extends the slots this node took whose firings are still active. */
-  renew(nodeId: string, slotTtlMs: number): Promise<void>;
 }
 
 export interface Store {

@@ -129,7 +129,7 @@ export class LibsqlFiringStore implements FiringStore {
       for (const chunk of chunks(skipIds, ROWS_PER_STATEMENT)) {
         await tx.execute({
           sql: `UPDATE firings SET state = 'SKIPPED', last_error = 'misfire policy: not fired',
-                  claimed_by = NULL, claim_expires_at = NULL, updated_at = ?
+                  claimed_by = NULL, updated_at = ?
                 WHERE id IN (${placeholders(chunk.length)}) AND state IN ('SCHEDULED', 'CLAIMED') AND attempts = 0`,
           args: [nowMs, ...chunk],
         });
@@ -137,7 +137,7 @@ export class LibsqlFiringStore implements FiringStore {
       const catchupIds = entries.flatMap((e) => e.catchupStoredIds);
       for (const chunk of chunks(catchupIds, ROWS_PER_STATEMENT)) {
         const rs = await tx.execute({
-          sql: `UPDATE firings SET catchup = 1, state = 'SCHEDULED', claimed_by = NULL, claim_expires_at = NULL,
+          sql: `UPDATE firings SET catchup = 1, state = 'SCHEDULED', claimed_by = NULL,
                   updated_at = ?
                 WHERE id IN (${placeholders(chunk.length)}) AND state IN ('SCHEDULED', 'CLAIMED') AND attempts = 0
                 RETURNING ${ENQUEUED_COLUMNS}`,
@@ -168,15 +168,15 @@ export class LibsqlFiringStore implements FiringStore {
     return rs.rows.map(rowToFiring);
   }
 
-  async claimReady(nodeId: string, liveIds: string[], untilMs: number, claimTtlMs: number, limit: number, nowMs: number): Promise<Firing[]> {
+  async claimReady(nodeId: string, liveIds: string[], untilMs: number, limit: number, nowMs: number): Promise<Firing[]> {
     const live = liveIds.length > 0 ? liveIds : [nodeId];
     const rs = await this.db.execute({
-      sql: `UPDATE firings SET state = 'CLAIMED', claimed_by = ?, claim_expires_at = ${SQL_NOW_MS} + ?, updated_at = ?
+      sql: `UPDATE firings SET state = 'CLAIMED', claimed_by = ?, updated_at = ?
             WHERE id IN (SELECT id FROM firings WHERE state IN ('SCHEDULED', 'RETRYING') AND next_attempt_at <= ?
                            AND (owner IS NULL OR owner = ? OR owner NOT IN (${placeholders(live.length)}))
                          ORDER BY next_attempt_at LIMIT ?)
             RETURNING ${FIRING_COLUMNS}`,
-      args: [nodeId, claimTtlMs, nowMs, untilMs, nodeId, ...live, limit],
+      args: [nodeId, nowMs, untilMs, nodeId, ...live, limit],
     });
     return rs.rows.map(rowToFiring);
   }
@@ -197,7 +197,7 @@ export class LibsqlFiringStore implements FiringStore {
   }
 
   async finish(nodeId: string, outcomes: FiringOutcome[], nowMs: number): Promise<Set<string>> {
-    const release = "claimed_by = NULL, claim_expires_at = NULL";
+    const release = "claimed_by = NULL";
     const where = "state = 'RUNNING' AND claimed_by = ? RETURNING id";
     // Successes, the bulk of a spike, share one statement per chunk; the rest carry their own values.
     const done = outcomes.filter((o) => o.state === "DONE").map((o) => o.id);
@@ -229,7 +229,7 @@ export class LibsqlFiringStore implements FiringStore {
   async skipClaimed(nodeId: string, ids: string[], reason: string, nowMs: number): Promise<Set<string>> {
     if (ids.length === 0) return new Set();
     const rs = await this.db.execute({
-      sql: `UPDATE firings SET state = 'SKIPPED', last_error = ?, waiting = 0, claimed_by = NULL, claim_expires_at = NULL, updated_at = ?
+      sql: `UPDATE firings SET state = 'SKIPPED', last_error = ?, waiting = 0, claimed_by = NULL, updated_at = ?
             WHERE id IN (${placeholders(ids.length)}) AND state = 'CLAIMED' AND claimed_by = ? RETURNING id`,
       args: [reason, nowMs, ...ids, nodeId],
     });
@@ -240,30 +240,31 @@ export class LibsqlFiringStore implements FiringStore {
     if (ids.length === 0) return;
     await this.db.execute({
       sql: `UPDATE firings SET state = CASE WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
-              claimed_by = NULL, claim_expires_at = NULL, updated_at = ?
+              claimed_by = NULL, updated_at = ?
             WHERE id IN (${placeholders(ids.length)}) AND state = 'CLAIMED' AND claimed_by = ?`,
       args: [nowMs, ...ids, nodeId],
     });
   }
 
-  async renewClaims(nodeId: string, claimTtlMs: number): Promise<number> {
-    const rs = await this.db.execute({
-      sql: `UPDATE firings SET claim_expires_at = ${SQL_NOW_MS} + ? WHERE claimed_by = ? AND state IN ('CLAIMED', 'RUNNING')`,
-      args: [claimTtlMs, nodeId],
-    });
-    return rs.rowsAffected;
-  }
-
-  async reclaimExpired(nowMs: number): Promise<number> {
-    // A RUNNING firing whose node died may have reached its receiver: it goes back as a retry
-    // (at-least-once); the idempotency key lets the receiver drop the duplicate.
-    const rs = await this.db.execute({
-      sql: `UPDATE firings SET state = CASE WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
-              claimed_by = NULL, claim_expires_at = NULL, updated_at = ?
-            WHERE state IN ('CLAIMED', 'RUNNING') AND claim_expires_at < ${SQL_NOW_MS}`,
-      args: [nowMs],
-    });
-    return rs.rowsAffected;
+  async reclaimExpired(nodeTtlMs: number, nowMs: number): Promise<number> {
+    // A claim holds while its node's heartbeat is fresh, so nodes renew one row, not every
+    // claim. A RUNNING firing whose node died may have reached its receiver: it goes back as a
+    // retry (at-least-once); the idempotency key lets the receiver drop the duplicate.
+    const alive = `SELECT id FROM nodes WHERE last_seen_at > ${SQL_NOW_MS} - ?`;
+    const [rs] = await this.db.batch(
+      [
+        {
+          sql: `UPDATE firings SET state = CASE WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
+                  claimed_by = NULL, updated_at = ?
+                WHERE state IN ('CLAIMED', 'RUNNING') AND claimed_by NOT IN (${alive})`,
+          args: [nowMs, nodeTtlMs],
+        },
+        // Slots of dead nodes no longer count; after a while they are only clutter.
+        { sql: `DELETE FROM job_slots WHERE node NOT IN (${alive})`, args: [60_000] },
+      ],
+      "write",
+    );
+    return rs?.rowsAffected ?? 0;
   }
 
   async cancel(id: string, nowMs: number): Promise<CancelResult> {
@@ -271,7 +272,7 @@ export class LibsqlFiringStore implements FiringStore {
       [
         {
           sql: `UPDATE firings SET state = 'CANCELLED', last_error = 'cancelled', claimed_by = NULL,
-                  claim_expires_at = NULL, waiting = 0, updated_at = ?
+                  waiting = 0, updated_at = ?
                 WHERE id = ? AND state IN ('SCHEDULED', 'CLAIMED', 'RETRYING') RETURNING id`,
           args: [nowMs, id],
         },
@@ -293,7 +294,7 @@ export class LibsqlFiringStore implements FiringStore {
   async retryDead(id: string, nowMs: number): Promise<Firing | null> {
     const rs = await this.db.execute({
       sql: `UPDATE firings SET state = 'RETRYING', attempts = 0, next_attempt_at = ?, cancel_requested = 0,
-              claimed_by = NULL, claim_expires_at = NULL, updated_at = ?
+              claimed_by = NULL, updated_at = ?
             WHERE id = ? AND state = 'DEAD' RETURNING ${FIRING_COLUMNS}`,
       args: [nowMs, nowMs, id],
     });

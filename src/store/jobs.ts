@@ -133,7 +133,7 @@ export class LibsqlJobStore implements JobStore {
         withdrawPlanned(id, nowMs),
         {
           sql: `UPDATE firings SET state = 'CANCELLED', last_error = 'job deleted', claimed_by = NULL,
-                  claim_expires_at = NULL, waiting = 0, updated_at = ?
+                  waiting = 0, updated_at = ?
                 WHERE job_id = ? AND state IN ('SCHEDULED', 'CLAIMED', 'RETRYING')`,
           args: [nowMs, id],
         },

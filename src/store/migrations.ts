@@ -40,7 +40,6 @@ export const MIGRATIONS: Migration[] = [
         last_error TEXT,
         next_attempt_at INTEGER NOT NULL,
         claimed_by TEXT,
-        claim_expires_at INTEGER,
         cancel_requested INTEGER NOT NULL DEFAULT 0,
         created_at INTEGER NOT NULL,
         updated_at INTEGER NOT NULL,
@@ -50,8 +49,6 @@ export const MIGRATIONS: Migration[] = [
       `CREATE INDEX firings_ready ON firings (next_attempt_at)
         WHERE state IN ('SCHEDULED', 'RETRYING')`,
       `CREATE INDEX firings_claims_by_node ON firings (claimed_by)
-        WHERE state IN ('CLAIMED', 'RUNNING')`,
-      `CREATE INDEX firings_claims_expiry ON firings (claim_expires_at)
         WHERE state IN ('CLAIMED', 'RUNNING')`,
       `CREATE INDEX firings_by_job ON firings (job_id, scheduled_at DESC, id DESC)`,
       `CREATE INDEX firings_by_state ON firings (state, scheduled_at DESC, id DESC)`,
@@ -85,15 +82,14 @@ export const MIGRATIONS: Migration[] = [
     version: 3,
     name: "job concurrency slots",
     statements: [
-      // The per-job concurrency cap, cluster-wide: a row per firing holding a slot, leased by the
-      // node that took it (a dead node's slots expire), taken_at so overlap is judged at each
-      // firing's own instant.
+      // The per-job concurrency cap, cluster-wide: a row per firing holding a slot. A slot counts
+      // while the node that took it is alive (fresh heartbeat), so a dead node's hold lapses with
+      // it; taken_at lets overlap be judged at each firing's own instant.
       `CREATE TABLE job_slots (
         job_id TEXT NOT NULL,
         firing_id TEXT NOT NULL,
         node TEXT NOT NULL,
         taken_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL,
         PRIMARY KEY (job_id, firing_id)
       ) STRICT`,
       `CREATE INDEX job_slots_firing ON job_slots (firing_id)`,

@@ -39,7 +39,7 @@ export function jobArgs(j: Job): (string | number | null)[] {
 }
 
 export const FIRING_COLUMNS =
-  "id, job_id, scheduled_at, state, attempts, catchup, manual, epoch, priority, last_error, next_attempt_at, claimed_by, claim_expires_at, cancel_requested, created_at, updated_at, owner, delivered_by, waiting";
+  "id, job_id, scheduled_at, state, attempts, catchup, manual, epoch, priority, last_error, next_attempt_at, claimed_by, cancel_requested, created_at, updated_at, owner, delivered_by, waiting";
 
 export function rowToFiring(r: Row): Firing {
   return {
@@ -54,7 +54,6 @@ export function rowToFiring(r: Row): Firing {
     lastError: r.last_error === null ? null : String(r.last_error),
     nextAttemptAt: num(r.next_attempt_at),
     claimedBy: r.claimed_by === null ? null : String(r.claimed_by),
-    claimExpiresAt: numOrNull(r.claim_expires_at),
     cancelRequested: num(r.cancel_requested) === 1,
     owner: r.owner === null || r.owner === undefined ? null : String(r.owner),
     deliveredBy: r.delivered_by === null || r.delivered_by === undefined ? null : String(r.delivered_by),

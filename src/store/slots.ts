@@ -1,6 +1,7 @@
-// SQL for the per-job concurrency cap, held in the store so it holds across nodes. Admission
-// runs in one write transaction: the common case (a free slot, nobody older waiting) is one
-// multi-row INSERT for many firings; the rest are decided one by one with the overlap policy.
+// SQL for the per-job concurrency cap, held in the store so it holds across nodes. A slot counts
+// while the node holding it is alive (fresh heartbeat in `nodes`). Admission runs in one write
+// transaction: the common case (a free slot, nobody older waiting) is one multi-row INSERT for
+// many firings; the rest are decided one by one with the overlap policy.
 
 import type { Transaction } from "@libsql/client";
 import type { AdmissionRequest, AdmissionResult, SlotStore } from "../core/ports.ts";
@@ -9,6 +10,9 @@ import { SQL_NOW_MS, type Db } from "./db.ts";
 import { chunks, placeholders, rows } from "./rows.ts";
 
 const ROWS_PER_STATEMENT = 250;
+
+/** Slots held by live nodes only; `?` is the node TTL in ms. */
+const LIVE_SLOT = `s.node IN (SELECT id FROM nodes WHERE last_seen_at > ${SQL_NOW_MS} - ?)`;
 
 /** Still claimed by the asking node: anything else (cancelled, re-claimed) is not its to admit. */
 const MINE = "EXISTS (SELECT 1 FROM firings f WHERE f.id = v.column2 AND f.state = 'CLAIMED' AND f.claimed_by = ?)";
@@ -19,7 +23,7 @@ export class LibsqlSlotStore implements SlotStore {
   async admit(
     nodeId: string,
     requests: AdmissionRequest[],
-    slotTtlMs: number,
+    nodeTtlMs: number,
     nowMs: number,
     decide: (f: OverlapFacts) => OverlapDecision,
   ): Promise<Map<string, AdmissionResult>> {
@@ -28,10 +32,10 @@ export class LibsqlSlotStore implements SlotStore {
     const tx = await this.db.transaction("write");
     try {
       for (const round of rounds([...requests].sort((a, b) => a.scheduledAt - b.scheduledAt))) {
-        const taken = await this.takeFree(tx, nodeId, round, slotTtlMs, nowMs);
+        const taken = await this.takeFree(tx, nodeId, round, nodeTtlMs, nowMs);
         for (const r of round) {
           if (taken.has(r.firingId)) results.set(r.firingId, { kind: "run" });
-          else results.set(r.firingId, await this.decideOne(tx, nodeId, r, nowMs, decide));
+          else results.set(r.firingId, await this.decideOne(tx, nodeId, r, nodeTtlMs, nowMs, decide));
         }
       }
       await tx.commit();
@@ -45,25 +49,26 @@ export class LibsqlSlotStore implements SlotStore {
    * Slots for firings that already hold one (a retry), or whose job has a free slot and no older
    * firing waiting. Each job appears once per call, so the count each row sees is exact.
    */
-  private async takeFree(tx: Transaction, nodeId: string, round: AdmissionRequest[], slotTtlMs: number, nowMs: number): Promise<Set<string>> {
+  private async takeFree(tx: Transaction, nodeId: string, round: AdmissionRequest[], nodeTtlMs: number, nowMs: number): Promise<Set<string>> {
     const taken = new Set<string>();
     for (const chunk of chunks(round, ROWS_PER_STATEMENT)) {
       const rs = await tx.execute({
-        sql: `INSERT INTO job_slots (job_id, firing_id, node, taken_at, expires_at)
-              SELECT v.column1, v.column2, ?, ?, ${SQL_NOW_MS} + ?
+        sql: `INSERT INTO job_slots (job_id, firing_id, node, taken_at)
+              SELECT v.column1, v.column2, ?, ?
               FROM (VALUES ${rows(chunk.length, 4)}) AS v
               WHERE ${MINE} AND (
-                EXISTS (SELECT 1 FROM job_slots s WHERE s.job_id = v.column1 AND s.firing_id = v.column2 AND s.expires_at > ${SQL_NOW_MS})
-                OR ((SELECT COUNT(*) FROM job_slots s WHERE s.job_id = v.column1 AND s.expires_at > ${SQL_NOW_MS}) < v.column3
+                EXISTS (SELECT 1 FROM job_slots s WHERE s.job_id = v.column1 AND s.firing_id = v.column2 AND ${LIVE_SLOT})
+                OR ((SELECT COUNT(*) FROM job_slots s WHERE s.job_id = v.column1 AND ${LIVE_SLOT}) < v.column3
                     AND NOT EXISTS (SELECT 1 FROM firings w WHERE w.job_id = v.column1 AND w.waiting > 0 AND w.state = 'CLAIMED'
                                     AND w.id <> v.column2 AND w.scheduled_at < v.column4)))
-              ON CONFLICT (job_id, firing_id) DO UPDATE SET node = excluded.node, expires_at = excluded.expires_at
+              ON CONFLICT (job_id, firing_id) DO UPDATE SET node = excluded.node
               RETURNING firing_id`,
-        args: [nodeId, nowMs, slotTtlMs, ...chunk.flatMap((r) => [r.jobId, r.firingId, r.max, r.scheduledAt]), nodeId],
+        args: [nodeId, nowMs, ...chunk.flatMap((r) => [r.jobId, r.firingId, r.max, r.scheduledAt]), nodeId, nodeTtlMs, nodeTtlMs],
       });
       for (const row of rs.rows) taken.add(String(row.firing_id));
     }
-    const wasWaiting = [...taken];
+    // Only firings offered again after waiting have a flag to clear.
+    const wasWaiting = round.filter((r) => r.waiting && taken.has(r.firingId)).map((r) => r.firingId);
     for (const ids of chunks(wasWaiting, ROWS_PER_STATEMENT)) {
       await tx.execute({ sql: `UPDATE firings SET waiting = 0 WHERE id IN (${placeholders(ids.length)}) AND waiting > 0`, args: ids });
     }
@@ -74,6 +79,7 @@ export class LibsqlSlotStore implements SlotStore {
     tx: Transaction,
     nodeId: string,
     r: AdmissionRequest,
+    nodeTtlMs: number,
     nowMs: number,
     decide: (f: OverlapFacts) => OverlapDecision,
   ): Promise<AdmissionResult> {
@@ -81,9 +87,9 @@ export class LibsqlSlotStore implements SlotStore {
       await tx.execute({
         sql: `SELECT
                 (SELECT waiting FROM firings WHERE id = ? AND state = 'CLAIMED' AND claimed_by = ?) AS mine,
-                (SELECT COUNT(*) FROM job_slots WHERE job_id = ? AND expires_at > ${SQL_NOW_MS} AND taken_at <= ?) AS held,
+                (SELECT COUNT(*) FROM job_slots s WHERE s.job_id = ? AND s.taken_at <= ? AND ${LIVE_SLOT}) AS held,
                 (SELECT COUNT(*) FROM firings WHERE job_id = ? AND waiting = 1 AND state = 'CLAIMED' AND id <> ?) AS pending`,
-        args: [r.firingId, nodeId, r.jobId, r.scheduledAt, r.jobId, r.firingId],
+        args: [r.firingId, nodeId, r.jobId, r.scheduledAt, nodeTtlMs, r.jobId, r.firingId],
       })
     ).rows[0]!;
     if (facts.mine === null) return { kind: "gone" };
@@ -101,7 +107,7 @@ export class LibsqlSlotStore implements SlotStore {
       return { kind: "wait" };
     }
     await tx.execute({
-      sql: `UPDATE firings SET state = 'SKIPPED', last_error = ?, waiting = 0, claimed_by = NULL, claim_expires_at = NULL, updated_at = ?
+      sql: `UPDATE firings SET state = 'SKIPPED', last_error = ?, waiting = 0, claimed_by = NULL, updated_at = ?
             WHERE id = ? AND state = 'CLAIMED' AND claimed_by = ?`,
       args: [d.reason, nowMs, r.firingId, nodeId],
     });
@@ -115,21 +121,6 @@ export class LibsqlSlotStore implements SlotStore {
         args: [...ids, nodeId],
       });
     }
-  }
-
-  async renew(nodeId: string, slotTtlMs: number): Promise<void> {
-    await this.db.batch(
-      [
-        {
-          sql: `UPDATE job_slots SET expires_at = ${SQL_NOW_MS} + ?
-                WHERE node = ? AND firing_id IN (SELECT id FROM firings WHERE state IN ('CLAIMED', 'RUNNING', 'RETRYING'))`,
-          args: [slotTtlMs, nodeId],
-        },
-        // Slots whose holder died a while ago no longer count; they are only clutter.
-        { sql: `DELETE FROM job_slots WHERE expires_at < ${SQL_NOW_MS} - 60000`, args: [] },
-      ],
-      "write",
-    );
   }
 }
 

@@ -88,19 +88,21 @@ export function storeContract(open: () => Promise<Store>, settled?: () => Promis
     await settled?.();
   });
 
-  test("claims: one node wins a firing; an expired claim (database clock) goes back to SCHEDULED", async () => {
+  test("claims: one node wins a firing; when its heartbeat goes stale (database clock) the firing goes back to SCHEDULED", async () => {
     const s = await fresh();
     await s.jobs.insert(job("d", 1000));
     const lease = (await s.lease.tryAcquire("n", 5000))!;
     await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [entry("d", 1000)], 0);
+    await s.nodes.heartbeat("x", "http://x");
+    await s.nodes.heartbeat("y", "http://y");
     const [x, y] = await Promise.all([
-      s.firings.claimReady("x", ["x", "y"], 2000, 100, 100, 0),
-      s.firings.claimReady("y", ["x", "y"], 2000, 100, 100, 0),
+      s.firings.claimReady("x", ["x", "y"], 2000, 100, 0),
+      s.firings.claimReady("y", ["x", "y"], 2000, 100, 0),
     ]);
     expect(x.length + y.length).toBe(1);
-    expect(await s.firings.reclaimExpired(0)).toBe(0); // the claim lasts 100 ms on the database clock
+    expect(await s.firings.reclaimExpired(100, 0)).toBe(0); // heartbeats younger than 100 ms
     await Bun.sleep(150);
-    expect(await s.firings.reclaimExpired(0)).toBe(1);
+    expect(await s.firings.reclaimExpired(100, 0)).toBe(1);
     const back = (await s.firings.listByJob("d", 10, null)).items[0]!;
     expect(back.state).toBe("SCHEDULED");
     expect(back.claimedBy).toBeNull();
@@ -114,8 +116,8 @@ export function storeContract(open: () => Promise<Store>, settled?: () => Promis
     const e = entry("e", 1000);
     e.firings[0]!.owner = "x";
     await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [e], 0);
-    expect(await s.firings.claimReady("y", ["x", "y"], 2000, 5000, 100, 0)).toEqual([]);
-    const taken = await s.firings.claimReady("y", ["y"], 2000, 5000, 100, 0); // x is not alive
+    expect(await s.firings.claimReady("y", ["x", "y"], 2000, 100, 0)).toEqual([]);
+    const taken = await s.firings.claimReady("y", ["y"], 2000, 100, 0); // x is not alive
     expect(taken.map((f) => [f.owner, f.claimedBy])).toEqual([["x", "y"]]);
     await settled?.();
   });
@@ -146,12 +148,14 @@ export function storeContract(open: () => Promise<Store>, settled?: () => Promis
       plan.firings.push({ id: `f_${jobId}_${at}`, jobId, scheduledAt: at, catchup: false, manual: false, priority: "normal", owner: node });
     }
     await s.firings.applyPlan({ nodeId: "leader", epoch: lease.epoch }, [plan], 0);
-    for (const node of new Set(claims.map(([, n]) => n))) await s.firings.claimReady(node, [...new Set(claims.map(([, n]) => n))], 1e15, 60_000, 1000, 0);
+    const nodes = [...new Set(claims.map(([, n]) => n))];
+    for (const node of nodes) await s.nodes.heartbeat(node, `http://${node}`);
+    for (const node of nodes) await s.firings.claimReady(node, nodes, 1e15, 1000, 0);
     return claims.map(([at]) => `f_${jobId}_${at}`);
   }
 
   const request = (jobId: string, at: number, overlap: "skip" | "coalesce" | "queue", maxQueue = 1) => ({
-    firingId: `f_${jobId}_${at}`, jobId, scheduledAt: at, max: 1, overlap, maxQueue, catchup: false,
+    firingId: `f_${jobId}_${at}`, jobId, scheduledAt: at, waiting: false, max: 1, overlap, maxQueue, catchup: false,
   });
 
   test("concurrency slots hold across nodes: a second node's firing is skipped while the first runs", async () => {
@@ -179,19 +183,23 @@ export function storeContract(open: () => Promise<Store>, settled?: () => Promis
     expect((await s.slots.admit("y", [request("q", t + 3000, "queue", 2)], 60_000, t + 3000, decideOverlap)).get(`f_q_${t + 3000}`)?.kind).toBe("skip");
     // The younger waiter cannot jump the older one when the slot frees.
     await s.slots.release("x", [`f_q_${t}`]);
-    expect((await s.slots.admit("x", [request("q", t + 2000, "queue", 2)], 60_000, t + 4000, decideOverlap)).get(`f_q_${t + 2000}`)).toEqual({ kind: "wait" });
-    expect((await s.slots.admit("y", [request("q", t + 1000, "queue", 2)], 60_000, t + 4000, decideOverlap)).get(`f_q_${t + 1000}`)).toEqual({ kind: "run" });
+    const again = (at: number) => ({ ...request("q", at, "queue", 2), waiting: true });
+    expect((await s.slots.admit("x", [again(t + 2000)], 60_000, t + 4000, decideOverlap)).get(`f_q_${t + 2000}`)).toEqual({ kind: "wait" });
+    expect((await s.slots.admit("y", [again(t + 1000)], 60_000, t + 4000, decideOverlap)).get(`f_q_${t + 1000}`)).toEqual({ kind: "run" });
+    expect((await s.firings.get(`f_q_${t + 1000}`))!.waiting).toBe(false);
+    expect((await s.firings.get(`f_q_${t + 2000}`))!.waiting).toBe(true);
     expect((await s.firings.get(`f_q_${t + 1000}`))!.state).toBe("CLAIMED");
     await settled?.();
   });
 
-  test("a slot whose holder stopped renewing expires on the database clock", async () => {
+  test("a slot stops counting when its node's heartbeat goes stale (database clock)", async () => {
     const s = await fresh();
     const now = Date.now();
     await claimedFirings(s, "exp", [[now - 5000, "x"], [now, "y"]]);
     expect((await s.slots.admit("x", [request("exp", now - 5000, "skip")], 100, now - 5000, decideOverlap)).get(`f_exp_${now - 5000}`)).toEqual({ kind: "run" });
     await Bun.sleep(150);
-    expect((await s.slots.admit("y", [request("exp", now, "skip")], 60_000, now, decideOverlap)).get(`f_exp_${now}`)).toEqual({ kind: "run" });
+    await s.nodes.heartbeat("y", "http://y"); // y lives on; x has been silent for 150 ms
+    expect((await s.slots.admit("y", [request("exp", now, "skip")], 100, now, decideOverlap)).get(`f_exp_${now}`)).toEqual({ kind: "run" });
     await settled?.();
   });
 }
