@@ -80,6 +80,7 @@ export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promis
       signingSecret: cfg.signingSecret,
       maxInFlight: cfg.maxInFlight,
       lookaheadMs: cfg.planAheadMs,
+      misfireThresholdMs: cfg.misfireThresholdMs,
     },
     log,
     events,

@@ -181,4 +181,37 @@ describe("delivery", () => {
     expect(skipped.length).toBeGreaterThanOrEqual(2);
     expect(skipped[0].last_error).toContain("overlap skip");
   });
+
+  test("a cancel that arrives while an attempt is failing ends the firing CANCELLED, with no retry", async () => {
+    receiver.script("cancel-fail", [{ status: 500, delayMs: 800 }, { status: 200 }]);
+    await node.api("PUT", "/v1/jobs/cancel-fail", {
+      schedule: { cron: "0 0 1 1 *" },
+      target: { url: `${receiver.url}/cf` },
+      retry: { max_attempts: 3, initial_backoff_ms: 50, max_backoff_ms: 100 },
+    });
+    const fired = (await node.api("POST", "/v1/jobs/cancel-fail/trigger")).json;
+    await receiver.waitFor((r) => r.some((x) => x.headers["cronwheel-firing-id"] === fired.id));
+    // Another node took the call: the flag is set, but the request is not aborted here.
+    const store = (await import("../src/store/index.ts")).openStore;
+    const s = await store(node.db);
+    expect(await s.firings.cancel(fired.id, Date.now())).toBe("cancel-accepted");
+    s.close();
+    const ended = await waitState(fired.id, ["CANCELLED", "DONE", "DEAD"], 5_000);
+    expect(ended.state).toBe("CANCELLED");
+    await Bun.sleep(500);
+    expect(receiver.forJob("cancel-fail")).toHaveLength(1);
+  });
+
+  test("a DEAD firing of a deleted job cannot be retried (409), and triggering a deleted job is 404", async () => {
+    receiver.script("gone-job", [{ status: 400 }]);
+    await node.api("PUT", "/v1/jobs/gone-job", { schedule: { cron: "0 0 1 1 *" }, target: { url: `${receiver.url}/g` } });
+    const fired = (await node.api("POST", "/v1/jobs/gone-job/trigger")).json;
+    await waitState(fired.id, ["DEAD"]);
+    expect((await node.api("DELETE", "/v1/jobs/gone-job")).status).toBe(204);
+    const r = await node.api("POST", `/v1/firings/${fired.id}/retry`);
+    expect(r.status).toBe(409);
+    expect(r.json.error.message).toContain("deleted");
+    expect((await node.api("GET", `/v1/firings/${fired.id}`)).json.state).toBe("DEAD");
+    expect((await node.api("POST", "/v1/jobs/gone-job/trigger")).status).toBe(404);
+  });
 });

@@ -80,3 +80,30 @@ test("attempts exhausted: DEAD after the last one, with the error kept", async (
   expect(firing.state).toBe("DEAD");
   expect(firing.lastError).toContain("HTTP 500");
 });
+
+test("stored firings found past the misfire threshold are not sent stale: recovery applies the policy", async () => {
+  const h = await harness([]);
+  const now = h.clock.now();
+  const fence = h.leader.current()!;
+  // Two instants stored by an earlier leader and never attempted, now 2 minutes old.
+  const plan = (id: string, policy: "skip" | "fire_once") => {
+    const job = testJob({ id, misfire: { policy, max_catchup: 100 }, schedule: { cron: "0 0 1 1 *", timezone: "UTC" } }, { nextFireAt: now + 86_400_000 });
+    return { job, entry: { jobId: id, version: 1, nextFireAt: job.nextFireAt, lastFiredAt: null, skipStoredIds: [], catchupStoredIds: [],
+      firings: [now - 121_000, now - 120_000].map((at) => ({ id: `f_${id}_${at}`, jobId: id, scheduledAt: at, catchup: false, manual: false, priority: "normal" as const, owner: "n" })) } };
+  };
+  const skip = plan("old-skip", "skip");
+  const once = plan("old-once", "fire_once");
+  await h.store.jobs.insert(skip.job);
+  await h.store.jobs.insert(once.job);
+  await h.store.firings.applyPlan(fence, [skip.entry, once.entry], now);
+  h.dispatcher.poke();
+  await run(h.clock, 200); // the dispatcher sees them first: it must not send them
+  expect(h.sent).toEqual([]);
+  await h.planner.recoverStored(fence);
+  h.dispatcher.poke();
+  await run(h.clock, 500);
+  const states = async (id: string) => (await h.store.firings.listByJob(id, 10, null)).items.map((f) => [f.scheduledAt - now, f.state, f.catchup]);
+  expect(await states("old-skip")).toEqual([[-120_000, "SKIPPED", false], [-121_000, "SKIPPED", false]]);
+  expect(await states("old-once")).toEqual([[-120_000, "DONE", true], [-121_000, "SKIPPED", false]]);
+  expect(h.sent).toHaveLength(1);
+});

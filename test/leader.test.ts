@@ -103,11 +103,13 @@ describe("Leader", () => {
     expect(b.current()?.epoch).toBe(2);
   });
 
-  test("stepDown on a fenced write rejection", async () => {
+  test("stepDown on a fenced write rejection, only for the epoch we hold", async () => {
     const clock = new VirtualClock(0);
     const a = new Leader(new MemoryLease(clock), clock, { nodeId: "a", leaseMs: 5000 }, silentLogger);
     await a.tick();
-    a.stepDown("stale epoch");
+    a.stepDown(0, "a write of an older term");
+    expect(a.current()).not.toBeNull();
+    a.stepDown(a.current()!.epoch, "stale epoch");
     expect(a.current()).toBeNull();
   });
 });

@@ -90,6 +90,23 @@ for (const nodeCount of [1, 3]) {
       expect((await asked.api("POST", `/v1/firings/${fired.id}/cancel`)).status).toBe(409);
     }, 30_000);
 
+    test("changing a job while one of its firings waits for the slot does not strand that firing", async () => {
+      const id = "patch-waiting";
+      receiver.script(id, Array.from({ length: 10 }, () => ({ status: 200, delayMs: 2_000 })));
+      await nodes[0]!.api("PUT", `/v1/jobs/${id}`, {
+        schedule: { every: "1s" },
+        target: { url: `${receiver.url}/pw`, timeout_ms: 10_000 },
+        concurrency: { max: 1, overlap: "coalesce" },
+      });
+      const waiting = await eventually(async () => {
+        const items = (await nodes[0]!.api("GET", `/v1/jobs/${id}/firings?limit=50`)).json.items as any[];
+        return items.find((f) => f.waiting) ?? null;
+      }, 10_000, "a waiting firing");
+      expect((await nodes[0]!.api("PATCH", `/v1/jobs/${id}`, { metadata: { changed: true } })).status).toBe(200);
+      await receiver.waitFor((r) => r.some((x) => x.headers["cronwheel-firing-id"] === waiting.id), 8_000);
+      await nodes[0]!.api("DELETE", `/v1/jobs/${id}`);
+    }, 30_000);
+
     test("deleting a job with firings running and waiting leaves none of them unfinished", async () => {
       const id = "delete-busy";
       receiver.script(id, Array.from({ length: 10 }, () => ({ status: 200, delayMs: 3_000 })));

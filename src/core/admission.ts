@@ -65,7 +65,7 @@ export class Admission {
 
   /** Offers waiting firings (of one job, or all) a slot again. */
   async retry(jobOf: (jobId: string) => Job | undefined, jobId?: string): Promise<Firing[]> {
-    const offered = [...this.waiting.values()].filter((f) => jobId === undefined || f.jobId === jobId);
+    const offered = this.waitingFirings(jobId);
     if (offered.length === 0) return [];
     // Out of the list while being offered, so two overlapping offers cannot both start one firing.
     for (const f of offered) this.waiting.delete(f.id);
@@ -75,6 +75,11 @@ export class Admission {
       for (const f of offered) this.waiting.set(f.id, f);
       throw err;
     }
+  }
+
+  /** The firings waiting here (of one job, or all). */
+  waitingFirings(jobId?: string): Firing[] {
+    return [...this.waiting.values()].filter((f) => jobId === undefined || f.jobId === jobId);
   }
 
   drop(firingId: string): void {

@@ -28,6 +28,8 @@ export interface DispatcherOptions {
   feedEveryMs: number;
   /** Global cap on webhook requests in flight from this node. */
   maxInFlight: number;
+  /** A first attempt found later than this was missed: misfire recovery decides it. */
+  misfireThresholdMs: number;
   signingSecret: string | null;
 }
 
@@ -36,6 +38,7 @@ export const DEFAULT_DISPATCHER_OPTIONS: Omit<DispatcherOptions, "nodeId" | "sig
   claimTtlMs: 5_000,
   feedEveryMs: 1_000,
   maxInFlight: 512,
+  misfireThresholdMs: 60_000,
 };
 
 const CLAIM_BATCH = 2_000;
@@ -84,6 +87,9 @@ export class Dispatcher {
   }
 
   async start(): Promise<void> {
+    // Claims are keyed by node id: whatever a crashed process with this id held is nobody's now.
+    const handedBack = await this.store.firings.releaseAllHeldBy(this.opts.nodeId, this.clock.now());
+    if (handedBack > 0) this.log.warn("handed back firings an earlier process with this node id held", { count: handedBack });
     this.running = true;
     this.every(this.opts.feedEveryMs, () => {
       this.poke();
@@ -172,7 +178,7 @@ export class Dispatcher {
       for (;;) {
         const now = this.clock.now();
         const claimed = await this.store.firings.claimReady(
-          this.opts.nodeId, this.liveIds(), now + this.opts.lookaheadMs, CLAIM_BATCH, now,
+          this.opts.nodeId, this.liveIds(), now + this.opts.lookaheadMs, now - this.opts.misfireThresholdMs, CLAIM_BATCH, now,
         );
         await this.loadJobs(claimed);
         for (const f of claimed) this.wheel.add(f.id, f.nextAttemptAt, f);
@@ -189,6 +195,23 @@ export class Dispatcher {
     const ids = [...new Set(firings.map((f) => f.jobId))];
     if (ids.length === 0) return;
     for (const job of await this.store.jobs.getMany(ids)) this.jobs.set(job.spec.id, job);
+  }
+
+  /**
+   * The jobs of these firings, read again where the cache has none (it is emptied when a job
+   * changes). Returns the firings whose job could not be had: deleted, or unreadable just now.
+   */
+  private async ensureJobs(firings: Firing[]): Promise<Firing[]> {
+    const missing = firings.filter((f) => !this.jobs.has(f.jobId));
+    if (missing.length > 0) await this.loadJobs(missing).catch((err) => this.log.error("loading jobs failed", { err: String(err) }));
+    return firings.filter((f) => !this.jobs.has(f.jobId));
+  }
+
+  /** Firings this node cannot deliver: cancelled if their job is gone, else handed back. */
+  private async dropOrphans(orphans: Firing[]): Promise<void> {
+    if (orphans.length === 0) return;
+    for (const f of orphans) this.admission.drop(f.id);
+    await this.persist("handing back firings", () => this.store.firings.dropOrphans(this.opts.nodeId, orphans.map((f) => f.id), this.clock.now()));
   }
 
   private armWheel(): void {
@@ -210,15 +233,18 @@ export class Dispatcher {
   }
 
   private async admit(firings: Firing[]): Promise<void> {
-    const missing = firings.filter((f) => !this.jobs.has(f.jobId));
-    if (missing.length > 0) await this.loadJobs(missing).catch((err) => this.log.error("loading jobs failed", { err: String(err) }));
-    // Deleted (the store already cancelled them) or unreadable just now: hand them back either
-    // way, so nothing stays claimed by a node that no longer holds it in memory.
-    const orphans = firings.filter((f) => !this.jobs.has(f.jobId)).map((f) => f.id);
-    if (orphans.length > 0) {
-      await this.persist("handing back firings", () => this.store.firings.release(this.opts.nodeId, orphans, this.clock.now()));
+    const orphans = await this.ensureJobs(firings);
+    await this.dropOrphans(orphans);
+    // A first attempt found later than the misfire threshold was missed, not merely late: it
+    // goes back to the store for the leader's misfire recovery to decide (its policy may skip
+    // it or keep only the latest), instead of being sent stale.
+    const now = this.clock.now();
+    const missed = firings.filter((f) => this.jobs.has(f.jobId) && isMissed(f, now, this.opts.misfireThresholdMs));
+    if (missed.length > 0) {
+      await this.persist("handing back missed firings", () => this.store.firings.release(this.opts.nodeId, missed.map((f) => f.id), now));
+      this.log.info("missed firings left to misfire recovery", { count: missed.length });
     }
-    const known = firings.filter((f) => this.jobs.has(f.jobId));
+    const known = firings.filter((f) => this.jobs.has(f.jobId) && !missed.includes(f));
     const run = await this.persist("admitting firings", () => this.admission.admit(known, (id) => this.jobs.get(id)));
     for (const f of run) this.ready.push(f);
     void this.pump();
@@ -227,6 +253,7 @@ export class Dispatcher {
   /** Offers waiting firings a slot again (of one job after a local release, else all). */
   private async offerWaiting(jobId?: string): Promise<void> {
     try {
+      await this.dropOrphans(await this.ensureJobs(this.admission.waitingFirings(jobId)));
       const run = await this.admission.retry((id) => this.jobs.get(id), jobId);
       for (const f of run) this.ready.push(f);
       if (run.length > 0) void this.pump();
@@ -270,8 +297,11 @@ export class Dispatcher {
 
   private async deliver(firing: Firing): Promise<void> {
     const controller = this.inFlight.get(firing.id)!;
+    await this.ensureJobs([firing]);
     const job = this.jobs.get(firing.jobId);
     let outcome: FiringOutcome;
+    // Still unknown after reading the store again: deleted (or the store is unreachable, and
+    // the outcome write below retries until it is back).
     if (!job) outcome = { id: firing.id, state: "CANCELLED", error: "job deleted" };
     else {
       const ctx = { clock: this.clock, send: this.send, signingSecret: this.opts.signingSecret, random: this.random };
@@ -320,4 +350,9 @@ export class Dispatcher {
       this.log.warn("checking cancel requests failed", { err: String(err) });
     }
   }
+}
+
+/** A first, regular attempt found later than the threshold. */
+export function isMissed(f: Firing, nowMs: number, thresholdMs: number): boolean {
+  return f.attempts === 0 && !f.catchup && !f.manual && nowMs - f.scheduledAt > thresholdMs;
 }

@@ -47,9 +47,12 @@ export class Leader {
     return this.fence;
   }
 
-  /** The store rejected a fenced write: someone else holds a newer epoch. */
-  stepDown(reason: string): void {
-    if (this.fence) this.lose(reason);
+  /**
+   * The store rejected a write fenced with `epoch`: someone else holds a newer one. A write of
+   * an older term of ours says nothing about the term we hold now.
+   */
+  stepDown(epoch: number, reason: string): void {
+    if (this.fence && this.fence.epoch === epoch) this.lose(reason);
   }
 
   start(): void {

@@ -24,6 +24,8 @@ export interface PlannerOptions {
   tickMs: number;
 }
 
+const RECOVERY_EVERY_MS = 5_000;
+
 export const DEFAULT_PLANNER_OPTIONS: PlannerOptions = {
   horizonMs: 10_000,
   misfireThresholdMs: 60_000,
@@ -43,6 +45,7 @@ export class Planner {
   private busy: Promise<void> | null = null;
   private wakeRequested = false;
   private needsRecovery = false;
+  private lastRecoveryMono = -Infinity;
 
   constructor(
     private readonly store: Store,
@@ -100,7 +103,10 @@ export class Planner {
     try {
       const fence = this.leader.current();
       if (!fence) return;
-      if (this.needsRecovery) {
+      // On takeover, and every few seconds after: stored firings a node handed back as missed
+      // (it found them past the threshold, e.g. after the store was unreachable) wait for it.
+      if (this.needsRecovery || this.clock.monoNow() - this.lastRecoveryMono >= RECOVERY_EVERY_MS) {
+        this.lastRecoveryMono = this.clock.monoNow();
         await this.recoverStored(fence);
         this.needsRecovery = false;
       }
@@ -117,7 +123,7 @@ export class Planner {
       const now = this.clock.now();
       const jobs = await this.store.jobs.due(now + this.opts.horizonMs, this.opts.batchSize);
       if (jobs.length === 0) return total;
-      const entries = jobs.map((j) => this.planJob(j, now, []));
+      const entries = this.planEach(jobs, now, () => []);
       const inserted = await this.apply(fence, entries, now);
       if (inserted === null) return total;
       total += inserted;
@@ -141,17 +147,33 @@ export class Planner {
     const byJob = new Map<string, StoredMiss[]>();
     for (const f of missed) byJob.set(f.jobId, [...(byJob.get(f.jobId) ?? []), f]);
     const jobs = await this.store.jobs.getMany([...byJob.keys()]);
-    const entries = jobs.map((j) => this.planJob(j, now, byJob.get(j.spec.id) ?? []));
+    const entries = this.planEach(jobs, now, (j) => byJob.get(j.spec.id) ?? []);
     await this.apply(fence, entries, now);
     const skipped = entries.reduce((n, e) => n + e.skipStoredIds.length, 0);
     const caught = entries.reduce((n, e) => n + e.catchupStoredIds.length + e.firings.filter((f) => f.catchup).length, 0);
     this.log.info("misfire recovery", { jobs: jobs.length, stored_missed: missed.length, skipped, catchup: caught });
   }
 
+  /**
+   * planJob for each job; a job whose schedule cannot be computed (a zone gone from newer
+   * tzdata, say) is logged and left out, so it cannot stop every other job from being planned.
+   */
+  private planEach(jobs: Job[], now: number, stored: (j: Job) => StoredMiss[]): PlanEntry[] {
+    const entries: PlanEntry[] = [];
+    for (const j of jobs) {
+      try {
+        entries.push(this.planJob(j, now, stored(j)));
+      } catch (err) {
+        this.log.error("cannot compute the job's schedule; it is not planned", { job_id: j.spec.id, err: String(err) });
+      }
+    }
+    return entries;
+  }
+
   private async apply(fence: Fence, entries: PlanEntry[], now: number): Promise<number | null> {
     const result = await this.store.firings.applyPlan(fence, entries, now);
     if (!result.fenced) {
-      this.leader.stepDown("enqueue rejected by the store: stale epoch");
+      this.leader.stepDown(fence.epoch, "enqueue rejected by the store: stale epoch");
       return null;
     }
     if (result.inserted.length > 0) this.onEnqueued(result.inserted);

@@ -91,7 +91,8 @@ export interface JobStore {
   update(job: Job, expectVersion: number, nowMs: number, withdrawPlanned: boolean): Promise<boolean>;
   /** Deletes the job, withdraws planned firings, cancels waiting ones; RUNNING get cancel_requested. */
   delete(id: string, nowMs: number): Promise<{ deleted: boolean; runningIds: string[] }>;
-  setPaused(id: string, paused: boolean, nextFireAt: number | null, nowMs: number): Promise<Job | null>;
+  /** With expectVersion, only if the job is still at that version (null when it is not). */
+  setPaused(id: string, paused: boolean, nextFireAt: number | null, nowMs: number, expectVersion?: number): Promise<Job | null>;
   /** Jobs the planner must look at: not paused, next_fire_at <= untilMs, oldest first. */
   due(untilMs: number, limit: number): Promise<Job[]>;
 }
@@ -108,9 +109,10 @@ export interface FiringStore {
   missedStored(beforeMs: number, limit: number): Promise<Firing[]>;
   /**
    * SCHEDULED/RETRYING firings due by untilMs that nodeId may take, claimed for it: its own,
-   * unowned ones, and those whose owner is not among `liveIds` (a dead node's share).
+   * unowned ones, and those whose owner is not among `liveIds` (a dead node's share). First
+   * regular attempts scheduled before missedBeforeMs are left for misfire recovery.
    */
-  claimReady(nodeId: string, liveIds: string[], untilMs: number, limit: number, nowMs: number): Promise<Firing[]>;
+  claimReady(nodeId: string, liveIds: string[], untilMs: number, missedBeforeMs: number, limit: number, nowMs: number): Promise<Firing[]>;
   /** CLAIMED by nodeId -> RUNNING (attempts + 1); returns the ones that moved. */
   markRunning(nodeId: string, ids: string[], nowMs: number): Promise<Firing[]>;
   /** RUNNING by nodeId -> outcome, each a CAS; returns which ids moved. */
@@ -119,6 +121,13 @@ export interface FiringStore {
   skipClaimed(nodeId: string, ids: string[], reason: string, nowMs: number): Promise<Set<string>>;
   /** CLAIMED by nodeId -> back to SCHEDULED/RETRYING (handed back on shutdown). */
   release(nodeId: string, ids: string[], nowMs: number): Promise<void>;
+  /** Hands back every claim and slot held under nodeId (by an earlier process with that id). */
+  releaseAllHeldBy(nodeId: string, nowMs: number): Promise<number>;
+  /**
+   * CLAIMED by nodeId whose job no longer exists -> CANCELLED; the others back to SCHEDULED.
+   * For firings this node cannot deliver because their job is gone or could not be read.
+   */
+  dropOrphans(nodeId: string, ids: string[], nowMs: number): Promise<void>;
   /**
    * Claims of nodes whose heartbeat is older than nodeTtlMs (database clock) go back to
    * SCHEDULED/RETRYING; their concurrency slots stop counting.

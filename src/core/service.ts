@@ -130,16 +130,23 @@ export class SchedulerService {
     return job;
   }
 
-  /** Paused time is not a misfire: the schedule resumes at its next instant after now. */
+  /**
+   * Paused time is not a misfire: the schedule resumes at its next instant after now. The next
+   * instant comes from the schedule as read, so the write is a compare-and-set on its version.
+   */
   async resume(id: string): Promise<Job> {
-    const current = await this.require(id);
-    if (!current.paused) return current;
-    const now = this.clock.now();
-    const next = compileSchedule(current.spec.schedule, current.anchorAt).next(now);
-    const job = await this.store.jobs.setPaused(id, false, next, now);
-    if (!job) throw new NotFoundError(`job "${id}" not found`);
-    this.planner.wake();
-    return job;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const current = await this.require(id);
+      if (!current.paused) return current;
+      const now = this.clock.now();
+      const next = compileSchedule(current.spec.schedule, current.anchorAt).next(now);
+      const job = await this.store.jobs.setPaused(id, false, next, now, current.version);
+      if (job) {
+        this.planner.wake();
+        return job;
+      }
+    }
+    throw new ConflictError(`job "${id}" keeps changing; retry`);
   }
 
   /** Fire now, once; the firing obeys the job's concurrency and overlap settings. */
@@ -166,6 +173,7 @@ export class SchedulerService {
         return firing;
       }
     }
+    if (!(await this.store.jobs.get(id))) throw new NotFoundError(`job "${id}" not found`);
     throw new ConflictError(`could not trigger job "${id}": instant taken, retry`);
   }
 
@@ -195,6 +203,7 @@ export class SchedulerService {
     if (!firing) {
       const current = await this.store.firings.get(id);
       if (!current) throw new NotFoundError(`firing "${id}" not found`);
+      if (current.state === "DEAD") throw new ConflictError(`firing "${id}" cannot be retried: its job was deleted`);
       throw new ConflictError(`firing "${id}" is ${current.state}; only DEAD firings can be retried`);
     }
     this.cluster.notify([firing]);

@@ -36,12 +36,13 @@ function insertManualFiring(f: NewFiring, epoch: number, nowMs: number): InState
   return {
     sql: `INSERT INTO firings (id, job_id, scheduled_at, state, attempts, catchup, manual, epoch, priority,
             next_attempt_at, created_at, updated_at, owner)
-          VALUES (?, ?, ?, 'SCHEDULED', 0, ?, ?, ?, ?, ?, ?, ?, ?)
+          SELECT ?, ?, ?, 'SCHEDULED', 0, ?, ?, ?, ?, ?, ?, ?, ?
+          WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?)
           ON CONFLICT (job_id, scheduled_at) DO NOTHING
           RETURNING ${FIRING_COLUMNS}`,
     args: [
       f.id, f.jobId, f.scheduledAt, f.catchup ? 1 : 0, f.manual ? 1 : 0, epoch, f.priority,
-      f.scheduledAt, nowMs, nowMs, f.owner,
+      f.scheduledAt, nowMs, nowMs, f.owner, f.jobId,
     ],
   };
 }
@@ -168,15 +169,16 @@ export class LibsqlFiringStore implements FiringStore {
     return rs.rows.map(rowToFiring);
   }
 
-  async claimReady(nodeId: string, liveIds: string[], untilMs: number, limit: number, nowMs: number): Promise<Firing[]> {
+  async claimReady(nodeId: string, liveIds: string[], untilMs: number, missedBeforeMs: number, limit: number, nowMs: number): Promise<Firing[]> {
     const live = liveIds.length > 0 ? liveIds : [nodeId];
     const rs = await this.db.execute({
       sql: `UPDATE firings SET state = 'CLAIMED', claimed_by = ?, updated_at = ?
-            WHERE id IN (SELECT id FROM firings WHERE state IN ('SCHEDULED', 'RETRYING') AND next_attempt_at <= ?
+            WHERE id IN (SELECT id FROM firings WHERE state IN ('SCHEDULED', 'RETRYING') AND next_attempt_at <= ? AND cancel_requested = 0
+                           AND NOT (attempts = 0 AND catchup = 0 AND manual = 0 AND scheduled_at < ?)
                            AND (owner IS NULL OR owner = ? OR owner NOT IN (${placeholders(live.length)}))
                          ORDER BY next_attempt_at LIMIT ?)
             RETURNING ${FIRING_COLUMNS}`,
-      args: [nodeId, nowMs, untilMs, nodeId, ...live, limit],
+      args: [nodeId, nowMs, untilMs, missedBeforeMs, nodeId, ...live, limit],
     });
     return rs.rows.map(rowToFiring);
   }
@@ -211,7 +213,9 @@ export class LibsqlFiringStore implements FiringStore {
       stmts.push(
         o.state === "RETRYING"
           ? {
-              sql: `UPDATE firings SET state = 'RETRYING', last_error = ?, next_attempt_at = ?, ${release}, updated_at = ? WHERE id = ? AND ${where}`,
+              // A cancel that arrived during the attempt ends the firing here: no retry.
+              sql: `UPDATE firings SET state = CASE WHEN cancel_requested = 1 THEN 'CANCELLED' ELSE 'RETRYING' END,
+                      last_error = ?, next_attempt_at = ?, ${release}, updated_at = ? WHERE id = ? AND ${where}`,
               args: [o.error, o.nextAttemptAt, nowMs, o.id, nodeId],
             }
           : {
@@ -222,7 +226,20 @@ export class LibsqlFiringStore implements FiringStore {
     }
     // A firing that ended gives its concurrency slot back in the same transaction.
     const ended = outcomes.filter((o) => o.state !== "RETRYING").map((o) => o.id);
-    const results = await this.db.batch([...stmts, ...releaseSlots(nodeId, ended)], "write");
+    const retried = outcomes.filter((o) => o.state === "RETRYING").map((o) => o.id);
+    const results = await this.db.batch(
+      [
+        ...stmts,
+        ...releaseSlots(nodeId, ended),
+        // Retries that a cancel turned into CANCELLED above give their slot back too.
+        ...chunks(retried, 500).map((ids) => ({
+          sql: `DELETE FROM job_slots WHERE node = ? AND firing_id IN
+                  (SELECT id FROM firings WHERE id IN (${placeholders(ids.length)}) AND state = 'CANCELLED')`,
+          args: [nodeId, ...ids],
+        })),
+      ],
+      "write",
+    );
     return idsOf(results.slice(0, stmts.length));
   }
 
@@ -244,6 +261,43 @@ export class LibsqlFiringStore implements FiringStore {
             WHERE id IN (${placeholders(ids.length)}) AND state = 'CLAIMED' AND claimed_by = ?`,
       args: [nowMs, ...ids, nodeId],
     });
+  }
+
+  async releaseAllHeldBy(nodeId: string, nowMs: number): Promise<number> {
+    const [rs] = await this.db.batch(
+      [
+        {
+          sql: `UPDATE firings SET state = CASE WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
+                  claimed_by = NULL, updated_at = ?
+                WHERE claimed_by = ? AND state IN ('CLAIMED', 'RUNNING')`,
+          args: [nowMs, nodeId],
+        },
+        { sql: "DELETE FROM job_slots WHERE node = ?", args: [nodeId] },
+      ],
+      "write",
+    );
+    return rs?.rowsAffected ?? 0;
+  }
+
+  async dropOrphans(nodeId: string, ids: string[], nowMs: number): Promise<void> {
+    if (ids.length === 0) return;
+    const mine = `id IN (${placeholders(ids.length)}) AND state = 'CLAIMED' AND claimed_by = ?`;
+    await this.db.batch(
+      [
+        {
+          sql: `UPDATE firings SET state = 'CANCELLED', last_error = 'job deleted', waiting = 0, claimed_by = NULL, updated_at = ?
+                WHERE ${mine} AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = firings.job_id)`,
+          args: [nowMs, ...ids, nodeId],
+        },
+        {
+          sql: `UPDATE firings SET state = CASE WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
+                  claimed_by = NULL, updated_at = ?
+                WHERE ${mine}`,
+          args: [nowMs, ...ids, nodeId],
+        },
+      ],
+      "write",
+    );
   }
 
   async reclaimExpired(nodeTtlMs: number, nowMs: number): Promise<number> {
@@ -295,7 +349,8 @@ export class LibsqlFiringStore implements FiringStore {
     const rs = await this.db.execute({
       sql: `UPDATE firings SET state = 'RETRYING', attempts = 0, next_attempt_at = ?, cancel_requested = 0,
               claimed_by = NULL, updated_at = ?
-            WHERE id = ? AND state = 'DEAD' RETURNING ${FIRING_COLUMNS}`,
+            WHERE id = ? AND state = 'DEAD' AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = firings.job_id)
+            RETURNING ${FIRING_COLUMNS}`,
       args: [nowMs, nowMs, id],
     });
     return rs.rows[0] ? rowToFiring(rs.rows[0]) : null;

@@ -157,12 +157,12 @@ export class LibsqlJobStore implements JobStore {
     };
   }
 
-  async setPaused(id: string, paused: boolean, nextFireAt: number | null, nowMs: number): Promise<Job | null> {
+  async setPaused(id: string, paused: boolean, nextFireAt: number | null, nowMs: number, expectVersion?: number): Promise<Job | null> {
     const stmts: InStatement[] = [
       {
         sql: `UPDATE jobs SET paused = ?, next_fire_at = ?, version = version + 1, updated_at = ?
-              WHERE id = ? RETURNING ${JOB_COLUMNS}`,
-        args: [paused ? 1 : 0, nextFireAt, nowMs, id],
+              WHERE id = ? AND (? IS NULL OR version = ?) RETURNING ${JOB_COLUMNS}`,
+        args: [paused ? 1 : 0, nextFireAt, nowMs, id, expectVersion ?? null, expectVersion ?? null],
       },
     ];
     // Pausing withdraws what was planned ahead; firings already due keep running.

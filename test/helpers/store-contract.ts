@@ -96,8 +96,8 @@ export function storeContract(open: () => Promise<Store>, settled?: () => Promis
     await s.nodes.heartbeat("x", "http://x");
     await s.nodes.heartbeat("y", "http://y");
     const [x, y] = await Promise.all([
-      s.firings.claimReady("x", ["x", "y"], 2000, 100, 0),
-      s.firings.claimReady("y", ["x", "y"], 2000, 100, 0),
+      s.firings.claimReady("x", ["x", "y"], 2000, -1e15, 100, 0),
+      s.firings.claimReady("y", ["x", "y"], 2000, -1e15, 100, 0),
     ]);
     expect(x.length + y.length).toBe(1);
     expect(await s.firings.reclaimExpired(100, 0)).toBe(0); // heartbeats younger than 100 ms
@@ -116,8 +116,8 @@ export function storeContract(open: () => Promise<Store>, settled?: () => Promis
     const e = entry("e", 1000);
     e.firings[0]!.owner = "x";
     await s.firings.applyPlan({ nodeId: "n", epoch: lease.epoch }, [e], 0);
-    expect(await s.firings.claimReady("y", ["x", "y"], 2000, 100, 0)).toEqual([]);
-    const taken = await s.firings.claimReady("y", ["y"], 2000, 100, 0); // x is not alive
+    expect(await s.firings.claimReady("y", ["x", "y"], 2000, -1e15, 100, 0)).toEqual([]);
+    const taken = await s.firings.claimReady("y", ["y"], 2000, -1e15, 100, 0); // x is not alive
     expect(taken.map((f) => [f.owner, f.claimedBy])).toEqual([["x", "y"]]);
     await settled?.();
   });
@@ -150,7 +150,7 @@ export function storeContract(open: () => Promise<Store>, settled?: () => Promis
     await s.firings.applyPlan({ nodeId: "leader", epoch: lease.epoch }, [plan], 0);
     const nodes = [...new Set(claims.map(([, n]) => n))];
     for (const node of nodes) await s.nodes.heartbeat(node, `http://${node}`);
-    for (const node of nodes) await s.firings.claimReady(node, nodes, 1e15, 1000, 0);
+    for (const node of nodes) await s.firings.claimReady(node, nodes, 1e15, -1e15, 1000, 0);
     return claims.map(([at]) => `f_${jobId}_${at}`);
   }
 
@@ -200,6 +200,21 @@ export function storeContract(open: () => Promise<Store>, settled?: () => Promis
     await Bun.sleep(150);
     await s.nodes.heartbeat("y", "http://y"); // y lives on; x has been silent for 150 ms
     expect((await s.slots.admit("y", [request("exp", now, "skip")], 100, now, decideOverlap)).get(`f_exp_${now}`)).toEqual({ kind: "run" });
+    await settled?.();
+  });
+
+  test("a node that starts hands back what an earlier process with its id held; triggers need their job", async () => {
+    const s = await fresh();
+    const now = Date.now();
+    await claimedFirings(s, "held", [[now, "x"]]);
+    expect((await s.slots.admit("x", [request("held", now, "skip")], 60_000, now, decideOverlap)).get(`f_held_${now}`)).toEqual({ kind: "run" });
+    expect(await s.firings.releaseAllHeldBy("x", now)).toBe(1);
+    const f = (await s.firings.get(`f_held_${now}`))!;
+    expect([f.state, f.claimedBy]).toEqual(["SCHEDULED", null]);
+    // Its slot went with it: another node's firing of the job may run.
+    await claimedFirings(s, "held2", [[now, "y"]]);
+    const manual = { id: "f_manual", jobId: "no-such-job", scheduledAt: now, catchup: false, manual: true, priority: "normal" as const, owner: null };
+    expect(await s.firings.insertManual(manual, 1, now)).toBeNull();
     await settled?.();
   });
 }
