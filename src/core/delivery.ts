@@ -7,7 +7,7 @@ import { parseRetryAfterMs, retryDelayMs } from "./backoff.ts";
 import type { Clock } from "./clock.ts";
 import type { Firing, JobSpec } from "./model.ts";
 import type { FiringOutcome, FiringStore } from "./ports.ts";
-import { buildWebhookRequest, judge, type WebhookSender } from "./webhook.ts";
+import { buildWebhookRequest, judge, RefusedTargetError, type WebhookSender } from "./webhook.ts";
 
 export interface AttemptContext {
   clock: Clock;
@@ -33,6 +33,7 @@ export async function attempt(ctx: AttemptContext, spec: JobSpec, firing: Firing
     if (verdict === "fail") return { id: firing.id, state: "DEAD", error };
     retryAfterMs = parseRetryAfterMs(res.retryAfter, ctx.clock.now());
   } catch (err) {
+    if (err instanceof RefusedTargetError) return { id: firing.id, state: "DEAD", error: err.message };
     const reason = controller.signal.aborted ? (controller.signal.reason as AbortReason) : null;
     if (reason === "cancelled") return { id: firing.id, state: "CANCELLED", error: "cancelled while running" };
     error = reason === "timeout" ? `timeout after ${spec.target.timeout_ms} ms` : `network error: ${errorText(err)}`;

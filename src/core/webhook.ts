@@ -17,7 +17,13 @@ export interface WebhookResponse {
   retryAfter: string | null;
 }
 
-/** Puts a request on the wire; rejects on network errors and when `signal` aborts. */
+/** The target may never be called (a link-local or metadata address): the firing fails at once. */
+export class RefusedTargetError extends Error {}
+
+/**
+ * Puts a request on the wire; rejects on network errors and when `signal` aborts, and with
+ * RefusedTargetError when the target is not allowed.
+ */
 export type WebhookSender = (req: WebhookRequest, signal: AbortSignal) => Promise<WebhookResponse>;
 
 export type Verdict = "success" | "retry" | "fail";

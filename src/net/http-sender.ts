@@ -3,6 +3,7 @@
 // huge or endless body cannot hold memory or the connection.
 
 import type { WebhookRequest, WebhookResponse, WebhookSender } from "../core/webhook.ts";
+import { checkTarget } from "./target-guard.ts";
 
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
@@ -22,6 +23,7 @@ async function drain(body: ReadableStream<Uint8Array> | null): Promise<void> {
 }
 
 export const httpSender: WebhookSender = async (req: WebhookRequest, signal: AbortSignal): Promise<WebhookResponse> => {
+  await checkTarget(req.url);
   const res = await fetch(req.url, {
     method: req.method,
     headers: req.headers,
