@@ -1,17 +1,22 @@
 // The overlap policy as a pure decision (SPEC "Overlap"), taken when a firing finds its job's
-// concurrency cap held. It is judged at the firing's own instant: only slots taken at or before
-// that instant count, so firings that arrive late together (re-claimed from a dead node, a
-// backlog after a stall) run one after another rather than skipping each other. Catch-up
-// firings are never skipped either. The store applies the decision atomically.
+// concurrency cap held. It is judged at the firing's own instant, as if every firing had started
+// on time: a slot counts against it only if it was taken at or before that instant by a firing
+// that itself started on time (within LATE_HOLDER_MS of its own instant). So firings that run
+// late (re-claimed from a dead node, a backlog after a stall or a spike) queue behind each other
+// instead of skipping each other, while a genuinely slow handler still makes the next firing
+// skip. Catch-up firings are never skipped either. The store applies the decision atomically.
 
 import type { OverlapPolicy } from "./model.ts";
+
+/** A slot holder that started later than this after its own instant was late, not slow. */
+export const LATE_HOLDER_MS = 1_000;
 
 export interface OverlapFacts {
   overlap: OverlapPolicy;
   max: number;
   maxQueue: number;
   catchup: boolean;
-  /** Live slots of the job taken at or before this firing's instant. */
+  /** Live slots of the job taken at or before this firing's instant by on-time firings. */
   heldAtInstant: number;
   /** Firings of the job already waiting and counted against the policy's limit. */
   pending: number;

@@ -89,6 +89,7 @@ export const MIGRATIONS: Migration[] = [
         job_id TEXT NOT NULL,
         firing_id TEXT NOT NULL,
         node TEXT NOT NULL,
+        scheduled_at INTEGER NOT NULL,
         taken_at INTEGER NOT NULL,
         PRIMARY KEY (job_id, firing_id)
       ) STRICT`,

@@ -5,7 +5,7 @@
 
 import type { Transaction } from "@libsql/client";
 import type { AdmissionRequest, AdmissionResult, SlotStore } from "../core/ports.ts";
-import type { OverlapDecision, OverlapFacts } from "../core/overlap.ts";
+import { LATE_HOLDER_MS, type OverlapDecision, type OverlapFacts } from "../core/overlap.ts";
 import { SQL_NOW_MS, type Db } from "./db.ts";
 import { chunks, placeholders, rows } from "./rows.ts";
 
@@ -53,8 +53,8 @@ export class LibsqlSlotStore implements SlotStore {
     const taken = new Set<string>();
     for (const chunk of chunks(round, ROWS_PER_STATEMENT)) {
       const rs = await tx.execute({
-        sql: `INSERT INTO job_slots (job_id, firing_id, node, taken_at)
-              SELECT v.column1, v.column2, ?, ?
+        sql: `INSERT INTO job_slots (job_id, firing_id, node, taken_at, scheduled_at)
+              SELECT v.column1, v.column2, ?, ?, v.column4
               FROM (VALUES ${rows(chunk.length, 4)}) AS v
               WHERE ${MINE} AND (
                 EXISTS (SELECT 1 FROM job_slots s WHERE s.job_id = v.column1 AND s.firing_id = v.column2 AND ${LIVE_SLOT})
@@ -87,9 +87,10 @@ export class LibsqlSlotStore implements SlotStore {
       await tx.execute({
         sql: `SELECT
                 (SELECT waiting FROM firings WHERE id = ? AND state = 'CLAIMED' AND claimed_by = ?) AS mine,
-                (SELECT COUNT(*) FROM job_slots s WHERE s.job_id = ? AND s.taken_at <= ? AND ${LIVE_SLOT}) AS held,
+                (SELECT COUNT(*) FROM job_slots s WHERE s.job_id = ? AND s.taken_at <= ?
+                   AND s.taken_at - s.scheduled_at <= ? AND ${LIVE_SLOT}) AS held,
                 (SELECT COUNT(*) FROM firings WHERE job_id = ? AND waiting = 1 AND state = 'CLAIMED' AND id <> ?) AS pending`,
-        args: [r.firingId, nodeId, r.jobId, r.scheduledAt, nodeTtlMs, r.jobId, r.firingId],
+        args: [r.firingId, nodeId, r.jobId, r.scheduledAt, LATE_HOLDER_MS, nodeTtlMs, r.jobId, r.firingId],
       })
     ).rows[0]!;
     if (facts.mine === null) return { kind: "gone" };

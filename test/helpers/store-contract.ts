@@ -217,4 +217,15 @@ export function storeContract(open: () => Promise<Store>, settled?: () => Promis
     expect(await s.firings.insertManual(manual, 1, now)).toBeNull();
     await settled?.();
   });
+
+  test("a slot held by a firing that itself started late does not make the next one skip: it waits its turn", async () => {
+    const s = await fresh();
+    const t = Date.now();
+    await claimedFirings(s, "late", [[t - 5000, "x"], [t, "y"]]);
+    // Started 4.9 s after its own instant (a backlog catching up), still running at t.
+    expect((await s.slots.admit("x", [request("late", t - 5000, "skip")], 60_000, t - 100, decideOverlap)).get(`f_late_${t - 5000}`)).toEqual({ kind: "run" });
+    expect((await s.slots.admit("y", [request("late", t, "skip")], 60_000, t, decideOverlap)).get(`f_late_${t}`)).toEqual({ kind: "wait" });
+    expect((await s.firings.get(`f_late_${t}`))!.state).toBe("CLAIMED");
+    await settled?.();
+  });
 }
