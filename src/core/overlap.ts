@@ -1,14 +1,15 @@
 // The overlap policy as a pure decision (SPEC "Overlap"), taken when a firing finds its job's
 // concurrency cap held. It is judged at the firing's own instant, as if every firing had started
 // on time: a slot counts against it only if it was taken at or before that instant by a firing
-// that itself started on time (within LATE_HOLDER_MS of its own instant). So firings that run
-// late (re-claimed from a dead node, a backlog after a stall or a spike) queue behind each other
-// instead of skipping each other, while a genuinely slow handler still makes the next firing
-// skip. Catch-up firings are never skipped either. The store applies the decision atomically.
+// that itself started on time (within LATE_HOLDER_MS of its own instant) or after waiting its
+// turn under the policy. So firings that run late (re-claimed from a dead node, a backlog after
+// a stall or a spike) queue behind each other instead of skipping each other, while a slow
+// handler still makes the next firings skip, coalesce or queue. Catch-up firings are never
+// skipped either. The store applies the decision atomically.
 
 import type { OverlapPolicy } from "./model.ts";
 
-/** A slot holder that started later than this after its own instant was late, not slow. */
+/** A slot holder that started later than this after its own instant (without having waited under the policy) was late, not slow. */
 export const LATE_HOLDER_MS = 1_000;
 
 export interface OverlapFacts {

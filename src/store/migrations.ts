@@ -89,8 +89,10 @@ export const MIGRATIONS: Migration[] = [
         job_id TEXT NOT NULL,
         firing_id TEXT NOT NULL,
         node TEXT NOT NULL,
-        scheduled_at INTEGER NOT NULL,
         taken_at INTEGER NOT NULL,
+        -- 1 when the holder started on time or after waiting its turn under the policy: only
+        -- such holders make later firings of the job skip, coalesce or queue.
+        counts INTEGER NOT NULL,
         PRIMARY KEY (job_id, firing_id)
       ) STRICT`,
       `CREATE INDEX job_slots_firing ON job_slots (firing_id)`,

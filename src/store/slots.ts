@@ -15,7 +15,7 @@ const ROWS_PER_STATEMENT = 250;
 const LIVE_SLOT = `s.node IN (SELECT id FROM nodes WHERE last_seen_at > ${SQL_NOW_MS} - ?)`;
 
 /** Still claimed by the asking node: anything else (cancelled, re-claimed) is not its to admit. */
-const MINE = "EXISTS (SELECT 1 FROM firings f WHERE f.id = v.column2 AND f.state = 'CLAIMED' AND f.claimed_by = ?)";
+const MINE = "f.id = v.column2 AND f.state = 'CLAIMED' AND f.claimed_by = ?";
 
 export class LibsqlSlotStore implements SlotStore {
   constructor(private readonly db: Db) {}
@@ -53,9 +53,9 @@ export class LibsqlSlotStore implements SlotStore {
     const taken = new Set<string>();
     for (const chunk of chunks(round, ROWS_PER_STATEMENT)) {
       const rs = await tx.execute({
-        sql: `INSERT INTO job_slots (job_id, firing_id, node, taken_at, scheduled_at)
-              SELECT v.column1, v.column2, ?, ?, v.column4
-              FROM (VALUES ${rows(chunk.length, 4)}) AS v
+        sql: `INSERT INTO job_slots (job_id, firing_id, node, taken_at, counts)
+              SELECT v.column1, v.column2, ?, ?, CASE WHEN ? - v.column4 <= ? OR f.waiting = 1 THEN 1 ELSE 0 END
+              FROM (VALUES ${rows(chunk.length, 4)}) AS v, firings f
               WHERE ${MINE} AND (
                 EXISTS (SELECT 1 FROM job_slots s WHERE s.job_id = v.column1 AND s.firing_id = v.column2 AND ${LIVE_SLOT})
                 OR ((SELECT COUNT(*) FROM job_slots s WHERE s.job_id = v.column1 AND ${LIVE_SLOT}) < v.column3
@@ -63,7 +63,7 @@ export class LibsqlSlotStore implements SlotStore {
                                     AND w.id <> v.column2 AND w.scheduled_at < v.column4)))
               ON CONFLICT (job_id, firing_id) DO UPDATE SET node = excluded.node
               RETURNING firing_id`,
-        args: [nodeId, nowMs, ...chunk.flatMap((r) => [r.jobId, r.firingId, r.max, r.scheduledAt]), nodeId, nodeTtlMs, nodeTtlMs],
+        args: [nodeId, nowMs, nowMs, LATE_HOLDER_MS, ...chunk.flatMap((r) => [r.jobId, r.firingId, r.max, r.scheduledAt]), nodeId, nodeTtlMs, nodeTtlMs],
       });
       for (const row of rs.rows) taken.add(String(row.firing_id));
     }
@@ -87,10 +87,9 @@ export class LibsqlSlotStore implements SlotStore {
       await tx.execute({
         sql: `SELECT
                 (SELECT waiting FROM firings WHERE id = ? AND state = 'CLAIMED' AND claimed_by = ?) AS mine,
-                (SELECT COUNT(*) FROM job_slots s WHERE s.job_id = ? AND s.taken_at <= ?
-                   AND s.taken_at - s.scheduled_at <= ? AND ${LIVE_SLOT}) AS held,
+                (SELECT COUNT(*) FROM job_slots s WHERE s.job_id = ? AND s.taken_at <= ? AND s.counts = 1 AND ${LIVE_SLOT}) AS held,
                 (SELECT COUNT(*) FROM firings WHERE job_id = ? AND waiting = 1 AND state = 'CLAIMED' AND id <> ?) AS pending`,
-        args: [r.firingId, nodeId, r.jobId, r.scheduledAt, LATE_HOLDER_MS, nodeTtlMs, r.jobId, r.firingId],
+        args: [r.firingId, nodeId, r.jobId, r.scheduledAt, nodeTtlMs, r.jobId, r.firingId],
       })
     ).rows[0]!;
     if (facts.mine === null) return { kind: "gone" };
