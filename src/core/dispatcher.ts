@@ -12,6 +12,7 @@ import type { Logger } from "./log.ts";
 import type { Firing, Job } from "./model.ts";
 import type { FiringOutcome, Store } from "./ports.ts";
 import { yieldToEventLoop } from "./planner.ts";
+import { SingleFlight } from "./single-flight.ts";
 import { TimingWheel } from "./wheel.ts";
 import type { WebhookSender } from "./webhook.ts";
 
@@ -66,8 +67,7 @@ export class Dispatcher {
   private wheelTimer: { at: number; cancel: () => void } | null = null;
   private running = false;
   private pumping = false;
-  private feeding: Promise<void> | null = null;
-  private feedAgain = false;
+  private readonly feeder = new SingleFlight(() => this.feed());
   private lastReclaimMono = -Infinity;
 
   constructor(
@@ -104,7 +104,7 @@ export class Dispatcher {
     this.running = false;
     for (const cancel of this.timers) cancel();
     this.wheelTimer?.cancel();
-    await this.feeding;
+    await this.feeder.idle();
     const unsent = [
       ...this.ready.drain(),
       ...this.admission.takeAll(),
@@ -118,18 +118,7 @@ export class Dispatcher {
 
   /** Look for newly due work now (firings were just enqueued or a retry came due). */
   poke(): void {
-    if (!this.running) return;
-    if (this.feeding) {
-      this.feedAgain = true;
-      return;
-    }
-    this.feeding = this.feed().finally(() => {
-      this.feeding = null;
-      if (this.feedAgain) {
-        this.feedAgain = false;
-        this.poke();
-      }
-    });
+    if (this.running) this.feeder.trigger();
   }
 
   /** The job changed or went away: its next deliveries must read it afresh. */
@@ -169,6 +158,7 @@ export class Dispatcher {
   }
 
   private async feed(): Promise<void> {
+    if (!this.running) return;
     try {
       if (this.clock.monoNow() - this.lastReclaimMono >= this.opts.claimTtlMs / 3) {
         this.lastReclaimMono = this.clock.monoNow();

@@ -12,6 +12,7 @@ import { catchupLimit, decideMisfire, type StoredMiss } from "./misfire.ts";
 import type { Job } from "./model.ts";
 import type { EnqueuedFiring, Fence, NewFiring, PlanEntry, Store } from "./ports.ts";
 import { compileSchedule, lastInstantsUpTo, type CompiledSchedule } from "./schedule.ts";
+import { SingleFlight } from "./single-flight.ts";
 
 export interface PlannerOptions {
   /** Firings due within this much of now are enqueued ahead of time. */
@@ -42,8 +43,11 @@ export class Planner {
   private readonly compiled = new Map<string, { key: string; schedule: CompiledSchedule }>();
   private timerCancel: (() => void) | null = null;
   private running = false;
-  private busy: Promise<void> | null = null;
-  private wakeRequested = false;
+  /** One planning step at a time; the next tick is armed when no step is wanted right away. */
+  private readonly steps = new SingleFlight(
+    () => this.runStep(),
+    () => this.arm(this.opts.tickMs),
+  );
   private needsRecovery = false;
   private lastRecoveryMono = -Infinity;
 
@@ -67,36 +71,27 @@ export class Planner {
 
   start(): void {
     this.running = true;
-    this.schedule(0);
+    this.wake();
   }
 
   stop(): Promise<void> {
     this.running = false;
     this.timerCancel?.();
-    return this.busy ?? Promise.resolve();
+    return this.steps.idle();
   }
 
   /** Plan now rather than at the next tick (a job was just created or resumed). */
   wake(): void {
     if (!this.running) return;
-    if (this.busy) {
-      this.wakeRequested = true;
-      return;
-    }
     this.timerCancel?.();
-    this.schedule(0);
+    this.timerCancel = null;
+    this.steps.trigger();
   }
 
-  private schedule(delayMs: number): void {
-    this.timerCancel = this.clock.setTimer(delayMs, () => {
-      this.busy = this.runStep().finally(() => {
-        this.busy = null;
-        if (!this.running) return;
-        const again = this.wakeRequested;
-        this.wakeRequested = false;
-        this.schedule(again ? 0 : this.opts.tickMs);
-      });
-    });
+  private arm(delayMs: number): void {
+    if (!this.running) return;
+    this.timerCancel?.();
+    this.timerCancel = this.clock.setTimer(delayMs, () => this.steps.trigger());
   }
 
   private async runStep(): Promise<void> {
