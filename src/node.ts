@@ -9,6 +9,7 @@ import { Handoff } from "./core/handoff.ts";
 import { Leader } from "./core/leader.ts";
 import { jsonLogger, type Logger } from "./core/log.ts";
 import { Membership } from "./core/membership.ts";
+import { LatenessWindow } from "./core/lateness-window.ts";
 import { Metrics } from "./core/metrics.ts";
 import { DEFAULT_PLANNER_OPTIONS, Planner, type PlannerOptions } from "./core/planner.ts";
 import { SchedulerService } from "./core/service.ts";
@@ -57,6 +58,7 @@ export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promis
   const membership = new Membership(store.nodes, clock, { nodeId: cfg.nodeId, address: advertise, heartbeatMs: HEARTBEAT_MS, aliveMs: ALIVE_MS }, log);
   const leader = new Leader(store.lease, clock, { nodeId: cfg.nodeId, leaseMs: cfg.leaseMs }, log);
   const metrics = new Metrics({ node: cfg.nodeId });
+  const recentLateness = new LatenessWindow();
   const outcomes = metrics.counter("cronwheel_firings_total", "Firings by outcome recorded by this node");
   const lateness = metrics.histogram("cronwheel_lateness_ms", "How late first attempts started after their scheduled instant, ms");
   const latency = metrics.histogram("cronwheel_delivery_latency_ms", "Webhook request duration, ms");
@@ -66,7 +68,10 @@ export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promis
       o.events?.onOutcome?.(firing, outcome);
     },
     onSkipped: () => outcomes({ outcome: "SKIPPED" }),
-    onLateness: (ms) => lateness(Math.max(0, ms)),
+    onLateness: (ms) => {
+      lateness(Math.max(0, ms));
+      recentLateness.add(Math.max(0, ms), clock.now());
+    },
     onRequest: (ms) => latency(ms),
   };
   const dispatcher = new Dispatcher(
@@ -111,7 +116,13 @@ export async function startNode(cfg: ServeConfig, o: NodeOverrides = {}): Promis
     return [[{ stage: "wheel" }, s.wheel], [{ stage: "waiting_for_slot" }, s.waiting], [{ stage: "ready" }, s.ready], [{ stage: "in_flight" }, s.inFlight]];
   });
   metrics.gauge("cronwheel_live_nodes", "Nodes this node sees as alive", async () => [[{}, membership.liveIds().length]]);
-  app = createApp(service, { token: cfg.token, nodeId: cfg.nodeId, log, metrics: () => metrics.render() });
+  app = createApp(service, {
+    token: cfg.token,
+    nodeId: cfg.nodeId,
+    log,
+    metrics: () => metrics.render(),
+    lateness: () => recentLateness.percentiles(clock.now()),
+  });
 
   await membership.start();
   await dispatcher.start();

@@ -1,14 +1,16 @@
 // The HTTP API of SPEC on Hono: thin handlers that validate with valibot, call the scheduler
 // service, and shape JSON. Errors of every kind leave through toErrorResponse.
 
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { getCookie, setCookie } from "hono/cookie";
 import * as v from "valibot";
 import type { Logger } from "../core/log.ts";
 import type { JobSpec, Schedule } from "../core/model.ts";
 import { parseInstantMs } from "../core/schedule.ts";
-import type { SchedulerService } from "../core/service.ts";
+import type { SchedulerService, StatusSnapshot } from "../core/service.ts";
+import { renderLoginPage, renderStatusPage } from "./status-page.ts";
 import { ApiError, errorBody, issuesOf, parseOr400, toErrorResponse } from "./errors.ts";
 import { presentFiring, presentJob } from "./present.ts";
 import {
@@ -29,12 +31,20 @@ export interface AppOptions {
   log: Logger;
   /** Prometheus text for GET /metrics. */
   metrics: () => Promise<string>;
+  /** Recent lateness on this node, for the status page. */
+  lateness: () => StatusSnapshot["lateness"];
 }
 
 const BODY_LIMIT_BYTES = 256 * 1024;
 const BATCH_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
+const SESSION_COOKIE = "cronwheel_session";
+
+/** Compares digests in constant time, so neither content nor length leaks through timing. */
+function safeEqual(given: string, expected: string): boolean {
+  return timingSafeEqual(digest(given), digest(expected));
+}
 
 async function jsonBody(c: Context): Promise<unknown> {
   const text = await c.req.text();
@@ -59,13 +69,19 @@ export function createApp(service: SchedulerService, opts: AppOptions): Hono {
 
   app.get("/healthz", (c) => c.json({ status: "ok", node_id: opts.nodeId, leader: service.isLeader() }));
 
+  // The status page signs in once and keeps a cookie. It holds an HMAC of the token, never the
+  // token, and is accepted for reads only (GET/HEAD), so a cross-site form cannot write with it.
+  const session = opts.token === null ? null : createHmac("sha256", opts.token).update("cronwheel status page").digest("hex");
+  const hasSession = (c: Context) =>
+    session !== null && ["GET", "HEAD"].includes(c.req.method) && safeEqual(getCookie(c, SESSION_COOKIE) ?? "", session);
+  const hasToken = (c: Context) => {
+    const header = c.req.header("authorization") ?? "";
+    return opts.token !== null && header.startsWith("Bearer ") && safeEqual(header.slice(7), opts.token);
+  };
+
   if (opts.token !== null) {
-    const expected = digest(opts.token);
     const requireToken = async (c: Context, next: () => Promise<void>) => {
-      const header = c.req.header("authorization") ?? "";
-      const given = header.startsWith("Bearer ") ? header.slice(7) : null;
-      // Compare digests in constant time, so neither content nor length leaks through timing.
-      if (given === null || !timingSafeEqual(digest(given), expected)) {
+      if (!hasToken(c) && !hasSession(c)) {
         c.header("WWW-Authenticate", 'Bearer realm="cronwheel"');
         return c.json(errorBody("unauthorized", "a valid bearer token is required"), 401);
       }
@@ -75,6 +91,20 @@ export function createApp(service: SchedulerService, opts: AppOptions): Hono {
     app.use("/internal/*", requireToken);
     app.use("/metrics", requireToken);
   }
+
+  app.get("/", async (c) => {
+    if (opts.token !== null && !hasToken(c) && !hasSession(c)) return c.html(renderLoginPage(false), 401);
+    return c.html(renderStatusPage(await service.status(opts.nodeId, opts.lateness())));
+  });
+
+  app.post("/login", async (c) => {
+    if (opts.token === null || session === null) return c.redirect("/", 303);
+    const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
+    const given = typeof form.token === "string" ? form.token : "";
+    if (!safeEqual(given, opts.token)) return c.html(renderLoginPage(true), 401);
+    setCookie(c, SESSION_COOKIE, session, { httpOnly: true, sameSite: "Strict", path: "/" });
+    return c.redirect("/", 303);
+  });
 
   // Registered after the token check: Hono runs handlers and middleware in registration order.
   app.get("/metrics", async (c) => c.text(await opts.metrics(), 200, { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" }));

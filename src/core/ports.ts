@@ -95,6 +95,8 @@ export interface JobStore {
   setPaused(id: string, paused: boolean, nextFireAt: number | null, nowMs: number, expectVersion?: number): Promise<Job | null>;
   /** Jobs the planner must look at: not paused, next_fire_at <= untilMs, oldest first. */
   due(untilMs: number, limit: number): Promise<Job[]>;
+  /** How many jobs have their next instant in each minute of [fromMs, toMs) (minute start -> count). */
+  nextFiresPerMinute(fromMs: number, toMs: number): Promise<Map<number, number>>;
 }
 
 export interface FiringStore {
@@ -135,6 +137,8 @@ export interface FiringStore {
   reclaimExpired(nodeTtlMs: number, nowMs: number): Promise<number>;
   cancel(id: string, nowMs: number): Promise<CancelResult>;
   retryDead(id: string, nowMs: number): Promise<Firing | null>;
+  /** Firings whose instant has come, newest first. */
+  recent(nowMs: number, limit: number): Promise<Firing[]>;
   /** Firings due by nowMs and not finished (scheduled minus completed), of one job or all. */
   backlog(nowMs: number, jobId?: string): Promise<number>;
   /** Of `ids`, those whose cancel was requested while RUNNING. */

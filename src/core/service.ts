@@ -26,6 +26,20 @@ export interface ClusterStatus {
   nodes: MemberView[];
 }
 
+/** What the status page shows: aggregates and short lists only, whatever the number of jobs. */
+export interface StatusSnapshot {
+  nodeId: string;
+  nowMs: number;
+  cluster: ClusterStatus;
+  backlog: number;
+  lateness: { p50: number; p99: number; count: number } | null;
+  recent: Firing[];
+  dead: Firing[];
+  dueNext: Job[];
+  /** Jobs whose next instant falls in each minute of the next 24 h, oldest minute first. */
+  upcomingPerMinute: number[];
+}
+
 export class NotFoundError extends Error {}
 export class ConflictError extends Error {}
 
@@ -227,6 +241,29 @@ export class SchedulerService {
   /** A peer enqueued firings this node owns: claim them now rather than at the next poll. */
   poke(): void {
     this.dispatcher.poke();
+  }
+
+  private upcoming: { atMs: number; minutes: number[] } | null = null;
+
+  /**
+   * The status page's data. The 24 h load chart is one index range scan, cached for 30 s so a
+   * page refreshing every few seconds on a million jobs stays cheap.
+   */
+  async status(nodeId: string, lateness: StatusSnapshot["lateness"]): Promise<StatusSnapshot> {
+    const nowMs = this.clock.now();
+    const from = Math.floor(nowMs / 60_000) * 60_000;
+    if (!this.upcoming || nowMs - this.upcoming.atMs > 30_000) {
+      const counts = await this.store.jobs.nextFiresPerMinute(from, from + 24 * 3_600_000);
+      this.upcoming = { atMs: nowMs, minutes: Array.from({ length: 1_440 }, (_, i) => counts.get(from + i * 60_000) ?? 0) };
+    }
+    const [cluster, backlog, recent, dead, dueNext] = await Promise.all([
+      this.clusterStatus(),
+      this.backlog(),
+      this.store.firings.recent(nowMs, 15),
+      this.store.firings.list("DEAD", 10, null),
+      this.store.jobs.due(Number.MAX_SAFE_INTEGER, 10),
+    ]);
+    return { nodeId, nowMs, cluster, backlog, lateness, recent, dead: dead.items, dueNext, upcomingPerMinute: this.upcoming.minutes };
   }
 
   /** Firings of the job (or of all jobs) that came due and have not finished. */

@@ -356,6 +356,14 @@ export class LibsqlFiringStore implements FiringStore {
     return rs.rows[0] ? rowToFiring(rs.rows[0]) : null;
   }
 
+  async recent(nowMs: number, limit: number): Promise<Firing[]> {
+    const rs = await this.db.execute({
+      sql: `SELECT ${FIRING_COLUMNS} FROM firings WHERE scheduled_at <= ? ORDER BY scheduled_at DESC LIMIT ?`,
+      args: [nowMs, limit],
+    });
+    return rs.rows.map(rowToFiring);
+  }
+
   async backlog(nowMs: number, jobId?: string): Promise<number> {
     const rs = await this.db.execute(
       jobId === undefined

@@ -171,6 +171,17 @@ export class LibsqlJobStore implements JobStore {
     return rs?.rows[0] ? rowToJob(rs.rows[0]) : null;
   }
 
+  async nextFiresPerMinute(fromMs: number, toMs: number): Promise<Map<number, number>> {
+    // Reads the next_fire_at index only (a covering range scan), never the job rows.
+    const rs = await this.db.execute({
+      sql: `SELECT (next_fire_at / 60000) * 60000 AS minute, COUNT(*) AS n FROM jobs
+            WHERE next_fire_at IS NOT NULL AND paused = 0 AND next_fire_at >= ? AND next_fire_at < ?
+            GROUP BY minute`,
+      args: [fromMs, toMs],
+    });
+    return new Map(rs.rows.map((r) => [Number(r.minute), Number(r.n)]));
+  }
+
   async due(untilMs: number, limit: number): Promise<Job[]> {
     const rs = await this.db.execute({
       sql: `SELECT ${JOB_COLUMNS} FROM jobs

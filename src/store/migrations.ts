@@ -103,4 +103,12 @@ export const MIGRATIONS: Migration[] = [
       `CREATE INDEX firings_waiting ON firings (job_id, scheduled_at) WHERE waiting > 0`,
     ],
   },
+  {
+    version: 4,
+    name: "firings by time",
+    statements: [
+      // Recent firings across jobs, newest first (status page), without a scan.
+      `CREATE INDEX firings_by_time ON firings (scheduled_at DESC)`,
+    ],
+  },
 ];
