@@ -173,3 +173,20 @@ test("kill -9 of a delivering non-leader: its share is delivered by the others",
   expect(missing).toEqual([]);
   for (const [, arrivals] of duplicates) expect(Math.abs(killedAt - arrivals[0]!)).toBeLessThan(1500);
 }, 90_000);
+
+test("SIGTERM on the leader releases the lease: another node leads at once, well inside the lease", async () => {
+  await startCluster(2);
+  const before = await clusterView(nodes[0]!);
+  const leader = nodeById(before.leader);
+  const other = nodes.find((n) => n !== leader)!;
+  const t0 = Date.now();
+  expect(await leader.terminate()).toBe(0);
+  const after = await eventually(async () => {
+    const v = await clusterView(other);
+    return v.leader && v.leader !== before.leader ? v : null;
+  }, 5_000, "a new leader");
+  expect(Date.now() - t0).toBeLessThan(LEASE_MS);
+  expect(after.epoch).toBe(before.epoch + 1);
+  expect(leader.logs.some((l) => l.includes("leadership lost") && l.includes("shutting down"))).toBe(true);
+}, 30_000);
+

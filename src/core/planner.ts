@@ -120,6 +120,11 @@ export class Planner {
       if (jobs.length === 0) return total;
       const entries = this.planEach(jobs, now, () => []);
       const inserted = await this.apply(fence, entries, now);
+      const catchup = entries.reduce((n, e) => n + e.firings.filter((f) => f.catchup).length, 0);
+      if (catchup > 0) {
+        const jobsCaughtUp = entries.filter((e) => e.firings.some((f) => f.catchup)).length;
+        this.log.info("misfire catch-up", { jobs: jobsCaughtUp, catchup_firings: catchup });
+      }
       if (inserted === null) return total;
       total += inserted;
       if (jobs.length < this.opts.batchSize) return total;
