@@ -12,6 +12,7 @@ import { parseInstantMs } from "../core/schedule.ts";
 import type { SchedulerService, StatusSnapshot } from "../core/service.ts";
 import { renderLoginPage, renderStatusPage } from "./status-page.ts";
 import { ApiError, errorBody, issuesOf, parseOr400, toErrorResponse } from "./errors.ts";
+import { openApiDocument } from "./openapi.ts";
 import { presentFiring, presentJob } from "./present.ts";
 import {
   BatchInput,
@@ -68,6 +69,7 @@ export function createApp(service: SchedulerService, opts: AppOptions): Hono {
   app.notFound((c) => c.json(errorBody("not_found", `no route for ${c.req.method} ${c.req.path}`), 404));
 
   app.get("/healthz", (c) => c.json({ status: "ok", node_id: opts.nodeId, leader: service.isLeader() }));
+  app.get("/openapi.json", (c) => c.json(openApiDocument()));
 
   // The status page signs in once and keeps a cookie. It holds an HMAC of the token, never the
   // token, and is accepted for reads only (GET/HEAD), so a cross-site form cannot write with it.

@@ -41,15 +41,15 @@ const Instant = v.pipe(
 
 const windowEntries = { start_at: v.optional(Instant), end_at: v.optional(Instant) };
 
-const AtSchedule = v.strictObject({ at: Instant, ...windowEntries });
-const CronSchedule = v.strictObject({
+export const AtSchedule = v.strictObject({ at: Instant, ...windowEntries });
+export const CronSchedule = v.strictObject({
   cron: v.pipe(v.string(), v.maxLength(256)),
   timezone: v.optional(v.pipe(v.string(), v.maxLength(64)), "UTC"),
   dst_gap: v.optional(v.picklist(["shift", "skip"])),
   dst_overlap: v.optional(v.picklist(["first", "both"])),
   ...windowEntries,
 });
-const EverySchedule = v.strictObject({
+export const EverySchedule = v.strictObject({
   every: v.pipe(v.string(), v.check((s) => parseEveryMs(s) !== null, 'must be "<n>ms", "<n>s", "<n>m", "<n>h" or "<n>d" with n >= 1')),
   ...windowEntries,
 });
