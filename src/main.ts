@@ -1,5 +1,7 @@
-// The cronwheel binary: `cronwheel serve [flags]` runs a node until SIGTERM/SIGINT.
+// The cronwheel binary: `cronwheel serve [flags]` runs a node until SIGTERM/SIGINT; `jobs`,
+// `firings` and `preview` are the command-line client (src/cli).
 
+import { helpText, runCli } from "./cli/main.ts";
 import { ConfigError, parseServeConfig, usage } from "./config.ts";
 import { startNode } from "./node.ts";
 
@@ -26,13 +28,18 @@ switch (command) {
   case "serve":
     await serve(rest);
     break;
+  case "jobs":
+  case "firings":
+  case "preview":
+    process.exitCode = await runCli(command, rest);
+    break;
   case undefined:
   case "help":
   case "--help":
   case "-h":
-    console.log(usage());
+    console.log(helpText());
     break;
   default:
-    console.error(`cronwheel: unknown command "${command}"\n\n${usage()}`);
+    console.error(`cronwheel: unknown command "${command}"\n\n${helpText()}`);
     process.exit(2);
 }

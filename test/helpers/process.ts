@@ -44,7 +44,10 @@ export async function startServe(db: string, flags: string[] = []): Promise<Serv
     if (proc.exitCode !== null) throw new Error(`serve exited early: ${logs.join("\n")}`);
     await Bun.sleep(20);
   }
-  if (!url) throw new Error(`serve did not start: ${logs.join("\n")}`);
+  if (!url) {
+    proc.kill("SIGKILL"); // never leave a half-started node behind
+    throw new Error(`serve did not start (it must log "serving" at info level): ${logs.join("\n")}`);
+  }
   const api = async (method: string, path: string, body?: unknown) => {
     const res = await fetch(url + path, {
       method,
