@@ -99,7 +99,7 @@ export function createApp(service: SchedulerService, opts: AppOptions): Hono {
     return c.html(renderStatusPage(await service.status(opts.nodeId, opts.lateness())));
   });
 
-  app.post("/login", async (c) => {
+  app.post("/login", bodyLimit({ maxSize: 4096, onError: tooLarge }), async (c) => {
     if (opts.token === null || session === null) return c.redirect("/", 303);
     const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
     const given = typeof form.token === "string" ? form.token : "";
