@@ -2,7 +2,8 @@
 // spread over 24 h) on one node through the batch API, then fetches GET / several times and
 // prints its size and render time. Run: npx bun bench/status-page.ts [--n 1000000]
 
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chromium } from "playwright-core";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -43,14 +44,25 @@ try {
     bytes = body.length;
     await Bun.sleep(200);
   }
+  // The same page in a real browser (Debian chromium), when it is installed.
+  let browserMs: number | null = null;
+  if (existsSync("/usr/bin/chromium")) {
+    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"] });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const t0 = performance.now();
+    await page.goto(`${node.url}/`, { waitUntil: "load" });
+    browserMs = Math.round(performance.now() - t0);
+    await browser.close();
+  }
   const first = times[0]!;
   const rest = dist(times.slice(1));
   emit(
     "status-page",
-    { jobs: n, register_ms: registerMs, page_bytes: bytes, first_render_ms: Math.round(first), render_ms: rest, node_peak_rss_mb: peakRssMb(node.pid) },
+    { jobs: n, register_ms: registerMs, page_bytes: bytes, first_render_ms: Math.round(first), render_ms: rest, browser_load_ms: browserMs, node_peak_rss_mb: peakRssMb(node.pid) },
     [
       `${n} jobs registered in ${fmtMs(registerMs)}`,
       `GET /: ${bytes} bytes; first ${fmtMs(first)} (24 h load chart computed), then ${fmtDist(rest)} (chart cached 30 s)`,
+      `in chromium, from navigation to load: ${browserMs === null ? "not measured (no /usr/bin/chromium)" : fmtMs(browserMs)}`,
     ],
   );
 } finally {
