@@ -41,6 +41,7 @@ const BATCH_BODY_LIMIT_BYTES = 32 * 1024 * 1024;
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
 const SESSION_COOKIE = "cronwheel_session";
+const SESSION_MS = 12 * 3_600_000;
 
 /** Compares digests in constant time, so neither content nor length leaks through timing. */
 function safeEqual(given: string, expected: string): boolean {
@@ -71,11 +72,16 @@ export function createApp(service: SchedulerService, opts: AppOptions): Hono {
   app.get("/healthz", (c) => c.json({ status: "ok", node_id: opts.nodeId, leader: service.isLeader() }));
   app.get("/openapi.json", (c) => c.json(openApiDocument()));
 
-  // The status page signs in once and keeps a cookie. It holds an HMAC of the token, never the
-  // token, and is accepted for reads only (GET/HEAD), so a cross-site form cannot write with it.
-  const session = opts.token === null ? null : createHmac("sha256", opts.token).update("cronwheel status page").digest("hex");
-  const hasSession = (c: Context) =>
-    session !== null && ["GET", "HEAD"].includes(c.req.method) && safeEqual(getCookie(c, SESSION_COOKIE) ?? "", session);
+  // The status page signs in once and keeps a cookie: an expiry and an HMAC of it keyed by the
+  // token, never the token. It lapses after SESSION_MS and is accepted for reads only (GET/HEAD),
+  // so a cross-site form cannot write with it.
+  const sessionFor = (expiresAt: number) => `${expiresAt}.${createHmac("sha256", opts.token ?? "").update(`cronwheel status page ${expiresAt}`).digest("hex")}`;
+  const hasSession = (c: Context) => {
+    if (opts.token === null || !["GET", "HEAD"].includes(c.req.method)) return false;
+    const value = getCookie(c, SESSION_COOKIE) ?? "";
+    const expiresAt = Number(value.split(".")[0]);
+    return Number.isSafeInteger(expiresAt) && expiresAt > Date.now() && safeEqual(value, sessionFor(expiresAt));
+  };
   const hasToken = (c: Context) => {
     const header = c.req.header("authorization") ?? "";
     return opts.token !== null && header.startsWith("Bearer ") && safeEqual(header.slice(7), opts.token);
@@ -100,11 +106,18 @@ export function createApp(service: SchedulerService, opts: AppOptions): Hono {
   });
 
   app.post("/login", bodyLimit({ maxSize: 4096, onError: tooLarge }), async (c) => {
-    if (opts.token === null || session === null) return c.redirect("/", 303);
+    if (opts.token === null) return c.redirect("/", 303);
     const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
     const given = typeof form.token === "string" ? form.token : "";
     if (!safeEqual(given, opts.token)) return c.html(renderLoginPage(true), 401);
-    setCookie(c, SESSION_COOKIE, session, { httpOnly: true, sameSite: "Strict", path: "/" });
+    const expiresAt = Date.now() + SESSION_MS;
+    setCookie(c, SESSION_COOKIE, sessionFor(expiresAt), {
+      httpOnly: true,
+      sameSite: "Strict",
+      path: "/",
+      maxAge: SESSION_MS / 1000,
+      secure: new URL(c.req.url).protocol === "https:",
+    });
     return c.redirect("/", 303);
   });
 

@@ -32,7 +32,12 @@ export class Admission {
     const byId = new Map<string, Firing>();
     for (const f of firings) {
       const c = jobOf(f.jobId)?.spec.concurrency;
-      if (!c) continue;
+      if (!c) {
+        // Its job is not known here (callers pass only firings whose job they read): keep it
+        // waiting rather than drop it, so it is offered again and never left claimed unseen.
+        this.waiting.set(f.id, f);
+        continue;
+      }
       if (c.overlap === "allow") {
         run.push(f);
         continue;

@@ -188,13 +188,25 @@ export class Dispatcher {
   }
 
   /**
-   * The jobs of these firings, read again where the cache has none (it is emptied when a job
-   * changes). Returns the firings whose job could not be had: deleted, or unreadable just now.
+   * The jobs of these firings as one snapshot, read again where the cache has none (it is
+   * emptied when a job changes, and may be emptied again while we await). `failed` says the
+   * store could not be read, so a missing job may still exist.
    */
-  private async ensureJobs(firings: Firing[]): Promise<Firing[]> {
+  private async jobsFor(firings: Firing[]): Promise<{ jobs: Map<string, Job>; failed: boolean }> {
+    let failed = false;
     const missing = firings.filter((f) => !this.jobs.has(f.jobId));
-    if (missing.length > 0) await this.loadJobs(missing).catch((err) => this.log.error("loading jobs failed", { err: String(err) }));
-    return firings.filter((f) => !this.jobs.has(f.jobId));
+    if (missing.length > 0) {
+      await this.loadJobs(missing).catch((err) => {
+        failed = true;
+        this.log.error("loading jobs failed", { err: String(err) });
+      });
+    }
+    const jobs = new Map<string, Job>();
+    for (const f of firings) {
+      const job = this.jobs.get(f.jobId);
+      if (job) jobs.set(f.jobId, job);
+    }
+    return { jobs, failed };
   }
 
   /** Firings this node cannot deliver: cancelled if their job is gone, else handed back. */
@@ -223,19 +235,19 @@ export class Dispatcher {
   }
 
   private async admit(firings: Firing[]): Promise<void> {
-    const orphans = await this.ensureJobs(firings);
-    await this.dropOrphans(orphans);
+    const { jobs } = await this.jobsFor(firings);
+    await this.dropOrphans(firings.filter((f) => !jobs.has(f.jobId)));
     // A first attempt found later than the misfire threshold was missed, not merely late: it
     // goes back to the store for the leader's misfire recovery to decide (its policy may skip
     // it or keep only the latest), instead of being sent stale.
     const now = this.clock.now();
-    const missed = firings.filter((f) => this.jobs.has(f.jobId) && isMissed(f, now, this.opts.misfireThresholdMs));
+    const missed = firings.filter((f) => jobs.has(f.jobId) && isMissed(f, now, this.opts.misfireThresholdMs));
     if (missed.length > 0) {
       await this.persist("handing back missed firings", () => this.store.firings.release(this.opts.nodeId, missed.map((f) => f.id), now));
       this.log.info("missed firings left to misfire recovery", { count: missed.length });
     }
-    const known = firings.filter((f) => this.jobs.has(f.jobId) && !missed.includes(f));
-    const run = await this.persist("admitting firings", () => this.admission.admit(known, (id) => this.jobs.get(id)));
+    const known = firings.filter((f) => jobs.has(f.jobId) && !missed.includes(f));
+    const run = await this.persist("admitting firings", () => this.admission.admit(known, (id) => jobs.get(id)));
     for (const f of run) this.ready.push(f);
     void this.pump();
   }
@@ -243,8 +255,10 @@ export class Dispatcher {
   /** Offers waiting firings a slot again (of one job after a local release, else all). */
   private async offerWaiting(jobId?: string): Promise<void> {
     try {
-      await this.dropOrphans(await this.ensureJobs(this.admission.waitingFirings(jobId)));
-      const run = await this.admission.retry((id) => this.jobs.get(id), jobId);
+      const waiting = this.admission.waitingFirings(jobId);
+      const { jobs } = await this.jobsFor(waiting);
+      await this.dropOrphans(waiting.filter((f) => !jobs.has(f.jobId)));
+      const run = await this.admission.retry((id) => jobs.get(id), jobId);
       for (const f of run) this.ready.push(f);
       if (run.length > 0) void this.pump();
     } catch (err) {
@@ -287,13 +301,15 @@ export class Dispatcher {
 
   private async deliver(firing: Firing): Promise<void> {
     const controller = this.inFlight.get(firing.id)!;
-    await this.ensureJobs([firing]);
-    const job = this.jobs.get(firing.jobId);
+    const { jobs, failed } = await this.jobsFor([firing]);
+    const job = jobs.get(firing.jobId);
     let outcome: FiringOutcome;
-    // Still unknown after reading the store again: deleted (or the store is unreachable, and
-    // the outcome write below retries until it is back).
-    if (!job) outcome = { id: firing.id, state: "CANCELLED", error: "job deleted" };
-    else {
+    if (!job && failed) {
+      // The store could not be read: the job may well exist. Try again shortly, unsent.
+      outcome = { id: firing.id, state: "RETRYING", nextAttemptAt: this.clock.now() + 1_000, error: "job could not be read" };
+    } else if (!job) {
+      outcome = { id: firing.id, state: "CANCELLED", error: "job deleted" };
+    } else {
       const ctx = { clock: this.clock, send: this.send, signingSecret: this.opts.signingSecret, random: this.random };
       const startedAt = this.clock.now();
       if (firing.attempts === 1 && !firing.catchup) this.events.onLateness?.(startedAt - firing.scheduledAt);
@@ -342,7 +358,7 @@ export class Dispatcher {
   }
 }
 
-/** A first, regular attempt found later than the threshold. */
+/** A first, regular attempt found later than the threshold (a re-driven DEAD firing restarts the clock). */
 export function isMissed(f: Firing, nowMs: number, thresholdMs: number): boolean {
-  return f.attempts === 0 && !f.catchup && !f.manual && nowMs - f.scheduledAt > thresholdMs;
+  return f.attempts === 0 && !f.catchup && !f.manual && !f.waiting && nowMs - f.nextAttemptAt > thresholdMs;
 }

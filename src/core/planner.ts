@@ -102,8 +102,13 @@ export class Planner {
       // (it found them past the threshold, e.g. after the store was unreachable) wait for it.
       if (this.needsRecovery || this.clock.monoNow() - this.lastRecoveryMono >= RECOVERY_EVERY_MS) {
         this.lastRecoveryMono = this.clock.monoNow();
-        await this.recoverStored(fence);
-        this.needsRecovery = false;
+        try {
+          await this.recoverStored(fence);
+          this.needsRecovery = false;
+        } catch (err) {
+          // Planning must go on even when recovery cannot (it is tried again in a few seconds).
+          this.log.error("misfire recovery failed", { err: String(err) });
+        }
       }
       await this.planDue(fence);
     } catch (err) {
@@ -145,7 +150,11 @@ export class Planner {
     const missed = await this.store.firings.missedStored(now - this.opts.misfireThresholdMs, 100_000);
     if (missed.length === 0) return;
     const byJob = new Map<string, StoredMiss[]>();
-    for (const f of missed) byJob.set(f.jobId, [...(byJob.get(f.jobId) ?? []), f]);
+    for (const f of missed) {
+      const list = byJob.get(f.jobId);
+      if (list) list.push(f);
+      else byJob.set(f.jobId, [f]);
+    }
     const jobs = await this.store.jobs.getMany([...byJob.keys()]);
     const entries = this.planEach(jobs, now, (j) => byJob.get(j.spec.id) ?? []);
     await this.apply(fence, entries, now);

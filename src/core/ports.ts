@@ -107,7 +107,10 @@ export interface FiringStore {
   applyPlan(fence: Fence, entries: PlanEntry[], nowMs: number): Promise<PlanResult>;
   /** A manual firing (trigger); not fenced, it is an API write. Null on an instant collision. */
   insertManual(f: NewFiring, epoch: number, nowMs: number): Promise<Firing | null>;
-  /** Undelivered first attempts older than `beforeMs` (misfire recovery input). */
+  /**
+   * First attempts nobody holds (not claimed, not waiting for a slot) whose time came before
+   * `beforeMs`: misfire recovery's input.
+   */
   missedStored(beforeMs: number, limit: number): Promise<Firing[]>;
   /**
    * SCHEDULED/RETRYING firings due by untilMs that nodeId may take, claimed for it: its own,

@@ -131,7 +131,7 @@ export class LibsqlFiringStore implements FiringStore {
         await tx.execute({
           sql: `UPDATE firings SET state = 'SKIPPED', last_error = 'misfire policy: not fired',
                   claimed_by = NULL, updated_at = ?
-                WHERE id IN (${placeholders(chunk.length)}) AND state IN ('SCHEDULED', 'CLAIMED') AND attempts = 0`,
+                WHERE id IN (${placeholders(chunk.length)}) AND state IN ('SCHEDULED', 'RETRYING') AND attempts = 0 AND waiting = 0`,
           args: [nowMs, ...chunk],
         });
       }
@@ -140,7 +140,7 @@ export class LibsqlFiringStore implements FiringStore {
         const rs = await tx.execute({
           sql: `UPDATE firings SET catchup = 1, state = 'SCHEDULED', claimed_by = NULL,
                   updated_at = ?
-                WHERE id IN (${placeholders(chunk.length)}) AND state IN ('SCHEDULED', 'CLAIMED') AND attempts = 0
+                WHERE id IN (${placeholders(chunk.length)}) AND state IN ('SCHEDULED', 'RETRYING') AND attempts = 0 AND waiting = 0
                 RETURNING ${ENQUEUED_COLUMNS}`,
           args: [nowMs, ...chunk],
         });
@@ -161,9 +161,9 @@ export class LibsqlFiringStore implements FiringStore {
   async missedStored(beforeMs: number, limit: number): Promise<Firing[]> {
     const rs = await this.db.execute({
       sql: `SELECT ${FIRING_COLUMNS} FROM firings
-            WHERE state IN ('SCHEDULED', 'CLAIMED') AND scheduled_at < ?
-              AND attempts = 0 AND manual = 0 AND catchup = 0
-            ORDER BY scheduled_at LIMIT ?`,
+            WHERE state IN ('SCHEDULED', 'RETRYING') AND next_attempt_at < ?
+              AND attempts = 0 AND manual = 0 AND catchup = 0 AND waiting = 0
+            ORDER BY next_attempt_at LIMIT ?`,
       args: [beforeMs, limit],
     });
     return rs.rows.map(rowToFiring);
@@ -174,7 +174,7 @@ export class LibsqlFiringStore implements FiringStore {
     const rs = await this.db.execute({
       sql: `UPDATE firings SET state = 'CLAIMED', claimed_by = ?, updated_at = ?
             WHERE id IN (SELECT id FROM firings WHERE state IN ('SCHEDULED', 'RETRYING') AND next_attempt_at <= ? AND cancel_requested = 0
-                           AND NOT (attempts = 0 AND catchup = 0 AND manual = 0 AND scheduled_at < ?)
+                           AND NOT (attempts = 0 AND catchup = 0 AND manual = 0 AND waiting = 0 AND next_attempt_at < ?)
                            AND (owner IS NULL OR owner = ? OR owner NOT IN (${placeholders(live.length)}))
                          ORDER BY next_attempt_at LIMIT ?)
             RETURNING ${FIRING_COLUMNS}`,
@@ -256,7 +256,7 @@ export class LibsqlFiringStore implements FiringStore {
   async release(nodeId: string, ids: string[], nowMs: number): Promise<void> {
     if (ids.length === 0) return;
     await this.db.execute({
-      sql: `UPDATE firings SET state = CASE WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
+      sql: `UPDATE firings SET state = CASE WHEN cancel_requested = 1 THEN 'CANCELLED' WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
               claimed_by = NULL, updated_at = ?
             WHERE id IN (${placeholders(ids.length)}) AND state = 'CLAIMED' AND claimed_by = ?`,
       args: [nowMs, ...ids, nodeId],
@@ -267,7 +267,7 @@ export class LibsqlFiringStore implements FiringStore {
     const [rs] = await this.db.batch(
       [
         {
-          sql: `UPDATE firings SET state = CASE WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
+          sql: `UPDATE firings SET state = CASE WHEN cancel_requested = 1 THEN 'CANCELLED' WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
                   claimed_by = NULL, updated_at = ?
                 WHERE claimed_by = ? AND state IN ('CLAIMED', 'RUNNING')`,
           args: [nowMs, nodeId],
@@ -290,7 +290,7 @@ export class LibsqlFiringStore implements FiringStore {
           args: [nowMs, ...ids, nodeId],
         },
         {
-          sql: `UPDATE firings SET state = CASE WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
+          sql: `UPDATE firings SET state = CASE WHEN cancel_requested = 1 THEN 'CANCELLED' WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
                   claimed_by = NULL, updated_at = ?
                 WHERE ${mine}`,
           args: [nowMs, ...ids, nodeId],
@@ -308,7 +308,7 @@ export class LibsqlFiringStore implements FiringStore {
     const [rs] = await this.db.batch(
       [
         {
-          sql: `UPDATE firings SET state = CASE WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
+          sql: `UPDATE firings SET state = CASE WHEN cancel_requested = 1 THEN 'CANCELLED' WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
                   claimed_by = NULL, updated_at = ?
                 WHERE state IN ('CLAIMED', 'RUNNING') AND claimed_by NOT IN (${alive})`,
           args: [nowMs, nodeTtlMs],

@@ -228,4 +228,36 @@ export function storeContract(open: () => Promise<Store>, settled?: () => Promis
     expect((await s.firings.get(`f_late_${t}`))!.state).toBe("CLAIMED");
     await settled?.();
   });
+
+  test("misfire recovery only takes firings nobody holds; a re-driven DEAD firing is claimable however old", async () => {
+    const s = await fresh();
+    const old = Date.now() - 3_600_000;
+    await claimedFirings(s, "held-old", [[old, "x"]]);
+    // Claimed (or waiting for a slot) by a live node: not recovery's to skip.
+    expect(await s.firings.missedStored(Date.now() - 60_000, 100)).toEqual([]);
+    expect(await s.firings.releaseAllHeldBy("x", Date.now())).toBe(1);
+    expect((await s.firings.missedStored(Date.now() - 60_000, 100)).map((f) => f.id)).toEqual([`f_held-old_${old}`]);
+    // A DEAD firing re-driven now restarts the clock: claimable, not "missed".
+    await s.nodes.heartbeat("x", "http://x");
+    const [claimed] = await s.firings.claimReady("x", ["x"], Date.now() + 1000, -1e15, 10, Date.now());
+    await s.firings.markRunning("x", [claimed!.id], Date.now());
+    await s.firings.finish("x", [{ id: claimed!.id, state: "DEAD", error: "HTTP 400" }], Date.now());
+    expect((await s.firings.retryDead(claimed!.id, Date.now()))?.state).toBe("RETRYING");
+    const again = await s.firings.claimReady("x", ["x"], Date.now() + 1000, Date.now() - 60_000, 10, Date.now());
+    expect(again.map((f) => f.id)).toEqual([claimed!.id]);
+    await settled?.();
+  });
+
+  test("a running firing whose cancel was accepted ends CANCELLED when its node dies, not RETRYING", async () => {
+    const s = await fresh();
+    const now = Date.now();
+    await claimedFirings(s, "doomed", [[now, "x"]]);
+    const id = `f_doomed_${now}`;
+    await s.firings.markRunning("x", [id], now);
+    expect(await s.firings.cancel(id, now)).toBe("cancel-accepted");
+    await Bun.sleep(150); // x stops heartbeating
+    expect(await s.firings.reclaimExpired(100, Date.now())).toBe(1);
+    expect((await s.firings.get(id))!.state).toBe("CANCELLED");
+    await settled?.();
+  });
 }
