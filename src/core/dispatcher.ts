@@ -11,8 +11,7 @@ import { FairQueue } from "./fair-queue.ts";
 import type { Logger } from "./log.ts";
 import type { Firing, Job } from "./model.ts";
 import type { FiringOutcome, Store } from "./ports.ts";
-import { yieldToEventLoop } from "./planner.ts";
-import { SingleFlight } from "./single-flight.ts";
+import { SingleFlight, yieldToEventLoop } from "./single-flight.ts";
 import { TimingWheel } from "./wheel.ts";
 import type { WebhookSender } from "./webhook.ts";
 
@@ -241,12 +240,12 @@ export class Dispatcher {
     // goes back to the store for the leader's misfire recovery to decide (its policy may skip
     // it or keep only the latest), instead of being sent stale.
     const now = this.clock.now();
-    const missed = firings.filter((f) => jobs.has(f.jobId) && isMissed(f, now, this.opts.misfireThresholdMs));
-    if (missed.length > 0) {
-      await this.persist("handing back missed firings", () => this.store.firings.release(this.opts.nodeId, missed.map((f) => f.id), now));
-      this.log.info("missed firings left to misfire recovery", { count: missed.length });
+    const missed = new Set(firings.filter((f) => jobs.has(f.jobId) && isMissed(f, now, this.opts.misfireThresholdMs)));
+    if (missed.size > 0) {
+      await this.persist("handing back missed firings", () => this.store.firings.release(this.opts.nodeId, [...missed].map((f) => f.id), now));
+      this.log.info("missed firings left to misfire recovery", { count: missed.size });
     }
-    const known = firings.filter((f) => jobs.has(f.jobId) && !missed.includes(f));
+    const known = firings.filter((f) => jobs.has(f.jobId) && !missed.has(f));
     const run = await this.persist("admitting firings", () => this.admission.admit(known, (id) => jobs.get(id)));
     for (const f of run) this.ready.push(f);
     void this.pump();

@@ -99,8 +99,6 @@ export type FiringState =
   | "CANCELLED"
   | "SKIPPED";
 
-export const TERMINAL_STATES: readonly FiringState[] = ["DONE", "DEAD", "CANCELLED", "SKIPPED"];
-
 export interface Firing {
   id: string;
   jobId: string;

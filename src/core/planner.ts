@@ -12,7 +12,7 @@ import { catchupLimit, decideMisfire, type StoredMiss } from "./misfire.ts";
 import type { Job } from "./model.ts";
 import type { EnqueuedFiring, Fence, NewFiring, PlanEntry, Store } from "./ports.ts";
 import { compileSchedule, lastInstantsUpTo, type CompiledSchedule } from "./schedule.ts";
-import { SingleFlight } from "./single-flight.ts";
+import { SingleFlight, yieldToEventLoop } from "./single-flight.ts";
 
 export interface PlannerOptions {
   /** Firings due within this much of now are enqueued ahead of time. */
@@ -243,8 +243,4 @@ export class Planner {
     entry.nextFireAt = next;
     return entry;
   }
-}
-
-export function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -1,5 +1,11 @@
 // Runs an async task at most once at a time. A request while it runs is not dropped and not
 // stacked: it makes exactly one more run follow, so nothing asked for during a run is missed.
+// Long runs over the synchronous embedded store also yield between batches (yieldToEventLoop).
+
+/** Lets timers and I/O run: awaiting the embedded store alone never gives the event loop a turn. */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
 
 export class SingleFlight {
   private current: Promise<void> | null = null;
