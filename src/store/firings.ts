@@ -21,16 +21,12 @@ import {
   InvalidCursorError,
   decodeCursor,
   encodeCursor,
-  chunks,
-  placeholders,
+  IN_LIST,
+  jsonList,
   rowToEnqueued,
   rowToFiring,
-  rows,
 } from "./rows.ts";
 import { SQL_NOW_MS, type Db } from "./db.ts";
-
-/** Rows per multi-row statement: big enough to amortise preparing it, well under SQLite's parameter limit. */
-const ROWS_PER_STATEMENT = 250;
 
 function insertManualFiring(f: NewFiring, epoch: number, nowMs: number): InStatement {
   return {
@@ -87,8 +83,9 @@ export class LibsqlFiringStore implements FiringStore {
   /**
    * One write transaction: the lease is checked once at its start and, since a write
    * transaction excludes every other writer until it commits, it cannot change before the
-   * commit. Statements are multi-row (UPDATE … FROM (VALUES …), INSERT … SELECT FROM (VALUES …))
-   * because preparing one statement per firing is what limits a spike.
+   * commit. Each statement takes all its rows as one JSON array (json_each): one short statement
+   * per kind of change, whatever the step's size, because parsing statements per firing (or one
+   * long VALUES list per chunk) is what limited a spike.
    */
   async applyPlan(fence: Fence, entries: PlanEntry[], nowMs: number): Promise<PlanResult> {
     const tx = await this.db.transaction("write");
@@ -99,50 +96,50 @@ export class LibsqlFiringStore implements FiringStore {
         return { fenced: false, inserted: [] };
       }
       const inserted: EnqueuedFiring[] = [];
-      for (const chunk of chunks(entries, ROWS_PER_STATEMENT)) {
+      if (entries.length > 0) {
         await tx.execute({
-          sql: `UPDATE jobs SET next_fire_at = v.column2, last_fired_at = COALESCE(v.column3, jobs.last_fired_at)
-                FROM (VALUES ${rows(chunk.length, 4)}) AS v
-                WHERE jobs.id = v.column1 AND jobs.version = v.column4`,
-          args: chunk.flatMap((e) => [e.jobId, e.nextFireAt, e.lastFiredAt, e.version]),
+          sql: `UPDATE jobs SET next_fire_at = v.value->>1, last_fired_at = COALESCE(v.value->>2, jobs.last_fired_at)
+                FROM json_each(?) AS v
+                WHERE jobs.id = v.value->>0 AND jobs.version = v.value->>3`,
+          args: [jsonList(entries.map((e) => [e.jobId, e.nextFireAt, e.lastFiredAt, e.version]))],
         });
       }
       const versions = new Map(entries.map((e) => [e.jobId, e.version]));
       const firings = entries.flatMap((e) => e.firings);
-      for (const chunk of chunks(firings, ROWS_PER_STATEMENT)) {
+      if (firings.length > 0) {
         // The join on the version enqueues nothing for a job changed since the plan was made.
         const rs = await tx.execute({
           sql: `INSERT INTO firings (id, job_id, scheduled_at, state, attempts, catchup, manual, epoch, priority,
                   next_attempt_at, created_at, updated_at, owner)
-                SELECT v.column1, v.column2, v.column3, 'SCHEDULED', 0, v.column4, 0, ?, v.column5, v.column3, ?, ?, v.column6
-                FROM (VALUES ${rows(chunk.length, 7)}) AS v JOIN jobs ON jobs.id = v.column2 AND jobs.version = v.column7
+                SELECT v.value->>0, v.value->>1, v.value->>2, 'SCHEDULED', 0, v.value->>3, 0, ?, v.value->>4, v.value->>2, ?, ?, v.value->>5
+                FROM json_each(?) AS v JOIN jobs ON jobs.id = v.value->>1 AND jobs.version = v.value->>6
                 WHERE true
                 ON CONFLICT (job_id, scheduled_at) DO NOTHING
                 RETURNING ${ENQUEUED_COLUMNS}`,
           args: [
             fence.epoch, nowMs, nowMs,
-            ...chunk.flatMap((f) => [f.id, f.jobId, f.scheduledAt, f.catchup ? 1 : 0, f.priority, f.owner, versions.get(f.jobId)!]),
+            jsonList(firings.map((f) => [f.id, f.jobId, f.scheduledAt, f.catchup ? 1 : 0, f.priority, f.owner, versions.get(f.jobId)!])),
           ],
         });
         for (const r of rs.rows) inserted.push(rowToEnqueued(r));
       }
       const skipIds = entries.flatMap((e) => e.skipStoredIds);
-      for (const chunk of chunks(skipIds, ROWS_PER_STATEMENT)) {
+      if (skipIds.length > 0) {
         await tx.execute({
           sql: `UPDATE firings SET state = 'SKIPPED', last_error = 'misfire policy: not fired',
                   claimed_by = NULL, updated_at = ?
-                WHERE id IN (${placeholders(chunk.length)}) AND state IN ('SCHEDULED', 'RETRYING') AND attempts = 0 AND waiting = 0`,
-          args: [nowMs, ...chunk],
+                WHERE id ${IN_LIST} AND +state IN ('SCHEDULED', 'RETRYING') AND attempts = 0 AND waiting = 0`,
+          args: [nowMs, jsonList(skipIds)],
         });
       }
       const catchupIds = entries.flatMap((e) => e.catchupStoredIds);
-      for (const chunk of chunks(catchupIds, ROWS_PER_STATEMENT)) {
+      if (catchupIds.length > 0) {
         const rs = await tx.execute({
           sql: `UPDATE firings SET catchup = 1, state = 'SCHEDULED', claimed_by = NULL,
                   updated_at = ?
-                WHERE id IN (${placeholders(chunk.length)}) AND state IN ('SCHEDULED', 'RETRYING') AND attempts = 0 AND waiting = 0
+                WHERE id ${IN_LIST} AND +state IN ('SCHEDULED', 'RETRYING') AND attempts = 0 AND waiting = 0
                 RETURNING ${ENQUEUED_COLUMNS}`,
-          args: [nowMs, ...chunk],
+          args: [nowMs, jsonList(catchupIds)],
         });
         for (const r of rs.rows) inserted.push(rowToEnqueued(r));
       }
@@ -175,39 +172,37 @@ export class LibsqlFiringStore implements FiringStore {
       sql: `UPDATE firings SET state = 'CLAIMED', claimed_by = ?, updated_at = ?
             WHERE id IN (SELECT id FROM firings WHERE state IN ('SCHEDULED', 'RETRYING') AND next_attempt_at <= ? AND cancel_requested = 0
                            AND NOT (attempts = 0 AND catchup = 0 AND manual = 0 AND waiting = 0 AND next_attempt_at < ?)
-                           AND (owner IS NULL OR owner = ? OR owner NOT IN (${placeholders(live.length)}))
+                           AND (owner IS NULL OR owner = ? OR owner NOT ${IN_LIST})
                          ORDER BY next_attempt_at LIMIT ?)
             RETURNING ${FIRING_COLUMNS}`,
-      args: [nodeId, nowMs, untilMs, missedBeforeMs, nodeId, ...live, limit],
+      args: [nodeId, nowMs, untilMs, missedBeforeMs, nodeId, jsonList(live), limit],
     });
     return rs.rows.map(rowToFiring);
   }
 
   async markRunning(nodeId: string, ids: string[], nowMs: number): Promise<Firing[]> {
-    const out: Firing[] = [];
-    for (let i = 0; i < ids.length; i += 500) {
-      const chunk = ids.slice(i, i + 500);
-      const rs = await this.db.execute({
-        sql: `UPDATE firings SET state = 'RUNNING', attempts = attempts + 1, delivered_by = claimed_by, updated_at = ?
-              WHERE id IN (${placeholders(chunk.length)}) AND state = 'CLAIMED' AND claimed_by = ?
-              RETURNING ${FIRING_COLUMNS}`,
-        args: [nowMs, ...chunk, nodeId],
-      });
-      for (const r of rs.rows) out.push(rowToFiring(r));
-    }
-    return out;
+    if (ids.length === 0) return [];
+    const rs = await this.db.execute({
+      sql: `UPDATE firings SET state = 'RUNNING', attempts = attempts + 1, delivered_by = claimed_by, updated_at = ?
+            WHERE id ${IN_LIST} AND +state = 'CLAIMED' AND +claimed_by = ?
+            RETURNING ${FIRING_COLUMNS}`,
+      args: [nowMs, jsonList(ids), nodeId],
+    });
+    return rs.rows.map(rowToFiring);
   }
 
   async finish(nodeId: string, outcomes: FiringOutcome[], nowMs: number): Promise<Set<string>> {
     const release = "claimed_by = NULL";
-    const where = "state = 'RUNNING' AND claimed_by = ? RETURNING id";
+    const where = "+state = 'RUNNING' AND +claimed_by = ? RETURNING id";
     // Successes, the bulk of a spike, share one statement per chunk; the rest carry their own values.
     const done = outcomes.filter((o) => o.state === "DONE").map((o) => o.id);
-    const stmts: InStatement[] = chunks(done, 500).map((ids) => ({
-      sql: `UPDATE firings SET state = 'DONE', last_error = NULL, ${release}, updated_at = ?
-            WHERE id IN (${placeholders(ids.length)}) AND ${where}`,
-      args: [nowMs, ...ids, nodeId],
-    }));
+    const stmts: InStatement[] = [];
+    if (done.length > 0) {
+      stmts.push({
+        sql: `UPDATE firings SET state = 'DONE', last_error = NULL, ${release}, updated_at = ? WHERE id ${IN_LIST} AND ${where}`,
+        args: [nowMs, jsonList(done), nodeId],
+      });
+    }
     for (const o of outcomes) {
       if (o.state === "DONE") continue;
       stmts.push(
@@ -232,11 +227,15 @@ export class LibsqlFiringStore implements FiringStore {
         ...stmts,
         ...releaseSlots(nodeId, ended),
         // Retries that a cancel turned into CANCELLED above give their slot back too.
-        ...chunks(retried, 500).map((ids) => ({
-          sql: `DELETE FROM job_slots WHERE node = ? AND firing_id IN
-                  (SELECT id FROM firings WHERE id IN (${placeholders(ids.length)}) AND state = 'CANCELLED')`,
-          args: [nodeId, ...ids],
-        })),
+        ...(retried.length === 0
+          ? []
+          : [
+              {
+                sql: `DELETE FROM job_slots WHERE +node = ? AND firing_id IN
+                        (SELECT id FROM firings WHERE id ${IN_LIST} AND +state = 'CANCELLED')`,
+                args: [nodeId, jsonList(retried)],
+              },
+            ]),
       ],
       "write",
     );
@@ -247,8 +246,8 @@ export class LibsqlFiringStore implements FiringStore {
     if (ids.length === 0) return new Set();
     const rs = await this.db.execute({
       sql: `UPDATE firings SET state = 'SKIPPED', last_error = ?, waiting = 0, claimed_by = NULL, updated_at = ?
-            WHERE id IN (${placeholders(ids.length)}) AND state = 'CLAIMED' AND claimed_by = ? RETURNING id`,
-      args: [reason, nowMs, ...ids, nodeId],
+            WHERE id ${IN_LIST} AND +state = 'CLAIMED' AND +claimed_by = ? RETURNING id`,
+      args: [reason, nowMs, jsonList(ids), nodeId],
     });
     return idsOf([rs]);
   }
@@ -258,8 +257,8 @@ export class LibsqlFiringStore implements FiringStore {
     await this.db.execute({
       sql: `UPDATE firings SET state = CASE WHEN cancel_requested = 1 THEN 'CANCELLED' WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
               claimed_by = NULL, updated_at = ?
-            WHERE id IN (${placeholders(ids.length)}) AND state = 'CLAIMED' AND claimed_by = ?`,
-      args: [nowMs, ...ids, nodeId],
+            WHERE id ${IN_LIST} AND +state = 'CLAIMED' AND +claimed_by = ?`,
+      args: [nowMs, jsonList(ids), nodeId],
     });
   }
 
@@ -281,19 +280,19 @@ export class LibsqlFiringStore implements FiringStore {
 
   async dropOrphans(nodeId: string, ids: string[], nowMs: number): Promise<void> {
     if (ids.length === 0) return;
-    const mine = `id IN (${placeholders(ids.length)}) AND state = 'CLAIMED' AND claimed_by = ?`;
+    const mine = `id ${IN_LIST} AND +state = 'CLAIMED' AND +claimed_by = ?`;
     await this.db.batch(
       [
         {
           sql: `UPDATE firings SET state = 'CANCELLED', last_error = 'job deleted', waiting = 0, claimed_by = NULL, updated_at = ?
                 WHERE ${mine} AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = firings.job_id)`,
-          args: [nowMs, ...ids, nodeId],
+          args: [nowMs, jsonList(ids), nodeId],
         },
         {
           sql: `UPDATE firings SET state = CASE WHEN cancel_requested = 1 THEN 'CANCELLED' WHEN attempts > 0 THEN 'RETRYING' ELSE 'SCHEDULED' END,
                   claimed_by = NULL, updated_at = ?
                 WHERE ${mine}`,
-          args: [nowMs, ...ids, nodeId],
+          args: [nowMs, jsonList(ids), nodeId],
         },
       ],
       "write",
@@ -382,16 +381,9 @@ export class LibsqlFiringStore implements FiringStore {
   }
 
   async cancelRequested(ids: string[]): Promise<string[]> {
-    const out: string[] = [];
-    for (let i = 0; i < ids.length; i += 500) {
-      const chunk = ids.slice(i, i + 500);
-      const rs = await this.db.execute({
-        sql: `SELECT id FROM firings WHERE id IN (${placeholders(chunk.length)}) AND cancel_requested = 1`,
-        args: chunk,
-      });
-      for (const r of rs.rows) out.push(String(r.id));
-    }
-    return out;
+    if (ids.length === 0) return [];
+    const rs = await this.db.execute({ sql: `SELECT id FROM firings WHERE id ${IN_LIST} AND +cancel_requested = 1`, args: [jsonList(ids)] });
+    return rs.rows.map((r) => String(r.id));
   }
 }
 
@@ -403,8 +395,6 @@ function idsOf(results: { rows: Row[] }[]): Set<string> {
 
 /** Only this node's hold: a firing re-claimed elsewhere meanwhile keeps the slot it took there. */
 function releaseSlots(nodeId: string, firingIds: string[]): InStatement[] {
-  return chunks(firingIds, 500).map((ids) => ({
-    sql: `DELETE FROM job_slots WHERE firing_id IN (${placeholders(ids.length)}) AND node = ?`,
-    args: [...ids, nodeId],
-  }));
+  if (firingIds.length === 0) return [];
+  return [{ sql: `DELETE FROM job_slots WHERE firing_id ${IN_LIST} AND +node = ?`, args: [jsonList(firingIds), nodeId] }];
 }

@@ -11,6 +11,8 @@ import {
   decodeCursor,
   encodeCursor,
   jobArgs,
+  IN_LIST,
+  jsonList,
   placeholders,
   rowToJob,
 } from "./rows.ts";
@@ -42,18 +44,17 @@ export class LibsqlJobStore implements JobStore {
     const tx = await this.db.transaction("write");
     try {
       // All or nothing: look for existing ids first, inside the same write transaction.
-      for (let i = 0; i < ids.length; i += 500) {
-        const chunk = ids.slice(i, i + 500);
-        const rs = await tx.execute({
-          sql: `SELECT id FROM jobs WHERE id IN (${placeholders(chunk.length)}) LIMIT 1`,
-          args: chunk,
-        });
-        if (rs.rows.length > 0) {
-          await tx.rollback();
-          return { duplicate: String(rs.rows[0]!.id) };
-        }
+      const rs = await tx.execute({ sql: `SELECT id FROM jobs WHERE id ${IN_LIST} LIMIT 1`, args: [jsonList(ids)] });
+      if (rs.rows.length > 0) {
+        await tx.rollback();
+        return { duplicate: String(rs.rows[0]!.id) };
       }
-      await tx.batch(jobs.map((j) => ({ sql: INSERT_JOB, args: jobArgs(j) })));
+      // One statement for the whole batch: its rows travel as one JSON array.
+      await tx.execute({
+        sql: `INSERT INTO jobs (${JOB_COLUMNS})
+              SELECT ${JOB_COLUMNS.split(", ").map((_, i) => `value->>${i}`).join(", ")} FROM json_each(?)`,
+        args: [jsonList(jobs.map(jobArgs))],
+      });
       await tx.commit();
       return ids;
     } finally {
@@ -85,16 +86,9 @@ export class LibsqlJobStore implements JobStore {
   }
 
   async getMany(ids: string[]): Promise<Job[]> {
-    const out: Job[] = [];
-    for (let i = 0; i < ids.length; i += 500) {
-      const chunk = ids.slice(i, i + 500);
-      const rs = await this.db.execute({
-        sql: `SELECT ${JOB_COLUMNS} FROM jobs WHERE id IN (${placeholders(chunk.length)})`,
-        args: chunk,
-      });
-      for (const r of rs.rows) out.push(rowToJob(r));
-    }
-    return out;
+    if (ids.length === 0) return [];
+    const rs = await this.db.execute({ sql: `SELECT ${JOB_COLUMNS} FROM jobs WHERE id ${IN_LIST}`, args: [jsonList(ids)] });
+    return rs.rows.map(rowToJob);
   }
 
   async list(limit: number, cursor: string | null): Promise<JobPage> {

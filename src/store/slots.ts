@@ -7,15 +7,13 @@ import type { Transaction } from "@libsql/client";
 import type { AdmissionRequest, AdmissionResult, SlotStore } from "../core/ports.ts";
 import { LATE_HOLDER_MS, type OverlapDecision, type OverlapFacts } from "../core/overlap.ts";
 import { SQL_NOW_MS, type Db } from "./db.ts";
-import { chunks, placeholders, rows } from "./rows.ts";
-
-const ROWS_PER_STATEMENT = 250;
+import { IN_LIST, jsonList } from "./rows.ts";
 
 /** Slots held by live nodes only; `?` is the node TTL in ms. */
 const LIVE_SLOT = `s.node IN (SELECT id FROM nodes WHERE last_seen_at > ${SQL_NOW_MS} - ?)`;
 
 /** Still claimed by the asking node: anything else (cancelled, re-claimed) is not its to admit. */
-const MINE = "f.id = v.column2 AND f.state = 'CLAIMED' AND f.claimed_by = ?";
+const MINE = "f.id = v.firing_id AND +f.state = 'CLAIMED' AND +f.claimed_by = ?";
 
 export class LibsqlSlotStore implements SlotStore {
   constructor(private readonly db: Db) {}
@@ -51,26 +49,26 @@ export class LibsqlSlotStore implements SlotStore {
    */
   private async takeFree(tx: Transaction, nodeId: string, round: AdmissionRequest[], nodeTtlMs: number, nowMs: number): Promise<Set<string>> {
     const taken = new Set<string>();
-    for (const chunk of chunks(round, ROWS_PER_STATEMENT)) {
-      const rs = await tx.execute({
-        sql: `INSERT INTO job_slots (job_id, firing_id, node, taken_at, counts)
-              SELECT v.column1, v.column2, ?, ?, CASE WHEN ? - v.column4 <= ? OR f.waiting = 1 THEN 1 ELSE 0 END
-              FROM (VALUES ${rows(chunk.length, 4)}) AS v, firings f
-              WHERE ${MINE} AND (
-                EXISTS (SELECT 1 FROM job_slots s WHERE s.job_id = v.column1 AND s.firing_id = v.column2 AND ${LIVE_SLOT})
-                OR ((SELECT COUNT(*) FROM job_slots s WHERE s.job_id = v.column1 AND ${LIVE_SLOT}) < v.column3
-                    AND NOT EXISTS (SELECT 1 FROM firings w WHERE w.job_id = v.column1 AND w.waiting > 0 AND w.state = 'CLAIMED'
-                                    AND w.id <> v.column2 AND w.scheduled_at < v.column4)))
-              ON CONFLICT (job_id, firing_id) DO UPDATE SET node = excluded.node
-              RETURNING firing_id`,
-        args: [nodeId, nowMs, nowMs, LATE_HOLDER_MS, ...chunk.flatMap((r) => [r.jobId, r.firingId, r.max, r.scheduledAt]), nodeId, nodeTtlMs, nodeTtlMs],
-      });
-      for (const row of rs.rows) taken.add(String(row.firing_id));
-    }
+    const rs = await tx.execute({
+      sql: `WITH v (job_id, firing_id, max, scheduled_at) AS
+              (SELECT value->>0, value->>1, value->>2, value->>3 FROM json_each(?))
+            INSERT INTO job_slots (job_id, firing_id, node, taken_at, counts)
+            SELECT v.job_id, v.firing_id, ?, ?, CASE WHEN ? - v.scheduled_at <= ? OR f.waiting = 1 THEN 1 ELSE 0 END
+            FROM v, firings f
+            WHERE ${MINE} AND (
+              EXISTS (SELECT 1 FROM job_slots s WHERE s.job_id = v.job_id AND s.firing_id = v.firing_id AND ${LIVE_SLOT})
+              OR ((SELECT COUNT(*) FROM job_slots s WHERE s.job_id = v.job_id AND ${LIVE_SLOT}) < v.max
+                  AND NOT EXISTS (SELECT 1 FROM firings w WHERE w.job_id = v.job_id AND w.waiting > 0 AND w.state = 'CLAIMED'
+                                  AND w.id <> v.firing_id AND w.scheduled_at < v.scheduled_at)))
+            ON CONFLICT (job_id, firing_id) DO UPDATE SET node = excluded.node
+            RETURNING firing_id`,
+      args: [jsonList(round.map((r) => [r.jobId, r.firingId, r.max, r.scheduledAt])), nodeId, nowMs, nowMs, LATE_HOLDER_MS, nodeId, nodeTtlMs, nodeTtlMs],
+    });
+    for (const row of rs.rows) taken.add(String(row.firing_id));
     // Only firings offered again after waiting have a flag to clear.
     const wasWaiting = round.filter((r) => r.waiting && taken.has(r.firingId)).map((r) => r.firingId);
-    for (const ids of chunks(wasWaiting, ROWS_PER_STATEMENT)) {
-      await tx.execute({ sql: `UPDATE firings SET waiting = 0 WHERE id IN (${placeholders(ids.length)}) AND waiting > 0`, args: ids });
+    if (wasWaiting.length > 0) {
+      await tx.execute({ sql: `UPDATE firings SET waiting = 0 WHERE id ${IN_LIST} AND +waiting > 0`, args: [jsonList(wasWaiting)] });
     }
     return taken;
   }
@@ -115,12 +113,8 @@ export class LibsqlSlotStore implements SlotStore {
   }
 
   async release(nodeId: string, firingIds: string[]): Promise<void> {
-    for (const ids of chunks(firingIds, 500)) {
-      await this.db.execute({
-        sql: `DELETE FROM job_slots WHERE firing_id IN (${placeholders(ids.length)}) AND node = ?`,
-        args: [...ids, nodeId],
-      });
-    }
+    if (firingIds.length === 0) return;
+    await this.db.execute({ sql: `DELETE FROM job_slots WHERE firing_id ${IN_LIST} AND +node = ?`, args: [jsonList(firingIds), nodeId] });
   }
 }
 
