@@ -7,16 +7,12 @@ import { chromium } from "playwright-core";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { mixedJob } from "./lib/jobs.ts";
 import { peakRssMb, startNodeProcess } from "./lib/node.ts";
 import { dist, emit, fmtDist, fmtMs } from "./lib/report.ts";
 
 const { values: flags } = parseArgs({ args: process.argv.slice(2), options: { n: { type: "string", default: "1000000" } }, strict: true });
 const n = Number(flags.n);
-const ZONES = [
-  "UTC", "Europe/Berlin", "Europe/London", "America/New_York", "America/Chicago", "America/Los_Angeles", "America/Sao_Paulo",
-  "Asia/Tokyo", "Asia/Kolkata", "Asia/Singapore", "Asia/Dubai", "Australia/Sydney", "Australia/Lord_Howe", "Pacific/Auckland",
-  "Africa/Cairo", "Africa/Johannesburg", "Europe/Moscow", "Asia/Shanghai", "America/Denver", "Atlantic/Reykjavik",
-];
 
 const dir = mkdtempSync(join(tmpdir(), "cronwheel-status-"));
 const node = await startNodeProcess({ dir, db: `file:${join(dir, "cw.db")}`, name: "node", flags: ["--log-level", "warn"] });
@@ -24,13 +20,7 @@ try {
   const now = Date.now();
   const started = Date.now();
   for (let i = 0; i < n; i += 10_000) {
-    const jobs = Array.from({ length: Math.min(10_000, n - i) }, (_, k) => {
-      const j = i + k;
-      const target = { url: "http://127.0.0.1:9/never" };
-      // Two thirds crons at a fixed minute of some hour (a top-of-the-hour spike), one third one-shots.
-      if (j % 3 === 2) return { id: `s-${j}`, schedule: { at: new Date(now + 3_600_000 + ((j * 7919) % 86_400_000)).toISOString() }, target };
-      return { id: `c-${j}`, schedule: { cron: `${j % 2 === 0 ? 0 : j % 60} ${j % 24} * * *`, timezone: ZONES[j % ZONES.length] }, target };
-    });
+    const jobs = Array.from({ length: Math.min(10_000, n - i) }, (_, k) => mixedJob(i + k, now, { url: "http://127.0.0.1:9/never" }));
     const r = await fetch(`${node.url}/v1/jobs/batch`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jobs }) });
     if (r.status !== 201) throw new Error(`batch ${i}: ${r.status} ${await r.text()}`);
   }

@@ -70,4 +70,10 @@ test("metrics parse, carry the node label, and move when firings happen", async 
   expect(after.samples.some((s) => s.name === "cronwheel_lateness_ms_bucket" && s.labels.le === "1")).toBe(true);
   const inf = value(after.samples, "cronwheel_lateness_ms_bucket", { le: "+Inf" });
   expect(inf).toBe(2);
+  // The planner's cost of finding due work (bench/tick-scaling.ts reads these).
+  expect(after.types.get("cronwheel_find_due_ms")).toBe("histogram");
+  expect(value(after.samples, "cronwheel_find_due_ms_count")).toBeGreaterThan(value(before.samples, "cronwheel_find_due_ms_count"));
+  expect(after.types.get("cronwheel_found_due_total")).toBe("counter");
+  expect(value(after.samples, "cronwheel_found_due_total")).toBeGreaterThanOrEqual(2);
+  expect(value(after.samples, "cronwheel_enqueued_firings_total")).toBeGreaterThanOrEqual(2);
 });

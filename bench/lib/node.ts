@@ -29,14 +29,24 @@ export function cpuMs(pid: number): number | null {
   }
 }
 
-/** Peak resident set (MB) of a live process, from /proc (Linux); null elsewhere. */
-export function peakRssMb(pid: number): number | null {
+/** A memory figure (MB) of a live process from /proc/PID/status (Linux), e.g. VmRSS or VmHWM; null elsewhere. */
+function procStatusMb(pid: number, field: "VmRSS" | "VmHWM"): number | null {
   try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, "utf8"));
     return m ? Math.round((Number(m[1]) / 1024) * 10) / 10 : null;
   } catch {
     return null;
   }
+}
+
+/** Peak resident set (MB) of a live process (VmHWM). */
+export function peakRssMb(pid: number): number | null {
+  return procStatusMb(pid, "VmHWM");
+}
+
+/** Current resident set (MB) of a live process (VmRSS). */
+export function rssMb(pid: number): number | null {
+  return procStatusMb(pid, "VmRSS");
 }
 
 export interface NodeProcessOptions {
@@ -132,4 +142,35 @@ export async function startNodeProcess(o: NodeProcessOptions): Promise<NodeProce
     await Bun.sleep(100);
   }
   return node;
+}
+
+export interface ClusterView {
+  leader: string | null;
+  epoch: number;
+  nodes: { id: string; alive: boolean }[];
+}
+
+/** GET /v1/cluster of one node; null while it cannot answer. */
+export async function clusterView(node: NodeProcess): Promise<ClusterView | null> {
+  try {
+    const r = await fetch(`${node.url}/v1/cluster`);
+    return r.ok ? ((await r.json()) as ClusterView) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Waits until every node sees a leader and all of them alive, so the hash ring the leader
+ * spreads firings with already has every node on it.
+ */
+export async function waitForCluster(nodes: NodeProcess[], timeoutMs = 20_000): Promise<ClusterView> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const views = await Promise.all(nodes.map(clusterView));
+    const ready = views.every((v) => v !== null && v.leader !== null && v.nodes.filter((n) => n.alive).length >= nodes.length);
+    if (ready) return views[0]!;
+    if (Date.now() > deadline) throw new Error(`the ${nodes.length} nodes did not agree on a leader and see each other alive within ${timeoutMs} ms`);
+    await Bun.sleep(100);
+  }
 }

@@ -7,6 +7,9 @@ export type Labels = Record<string, string>;
 /** Lateness and latency buckets, ms: resolve single milliseconds near zero, seconds in the tail. */
 export const MS_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000];
 
+/** For store reads that usually take well under a millisecond. */
+export const SUB_MS_BUCKETS = [0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1_000, 5_000];
+
 function labelText(labels: Labels): string {
   const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`);
   return parts.length ? `{${parts.join(",")}}` : "";

@@ -38,6 +38,15 @@ export const DEFAULT_PLANNER_OPTIONS: PlannerOptions = {
 /** Where enqueued firings go next: the local dispatcher now, the owning node in a cluster. */
 export type EnqueuedListener = (firings: EnqueuedFiring[]) => void;
 
+/** What planning costs, for metrics; nothing in the planner depends on who listens. */
+export interface PlannerEvents {
+  /**
+   * One pass over the due jobs ended: time spent in the store reads that found them (ms, on
+   * the monotonic clock), how many due jobs they returned and how many firings were enqueued.
+   */
+  onPass?: (pass: { findDueMs: number; found: number; enqueued: number }) => void;
+}
+
 export class Planner {
   /** Compiled schedules by job id, valid while the schedule and anchor are the same (ids can be reused). */
   private readonly compiled = new Map<string, { key: string; schedule: CompiledSchedule }>();
@@ -60,6 +69,7 @@ export class Planner {
     private readonly log: Logger,
     /** The node to deliver a firing (the hash ring's choice); null = any node. */
     private readonly ownerOf: (jobId: string, scheduledAt: number) => string | null = () => null,
+    private readonly events: PlannerEvents = {},
   ) {
     leader.onChange((e) => {
       if (e.kind === "elected") {
@@ -118,10 +128,23 @@ export class Planner {
 
   /** One pass over the due jobs; exposed for tests. Returns how many firings were enqueued. */
   async planDue(fence: Fence): Promise<number> {
+    const pass = { findDueMs: 0, found: 0, enqueued: 0 };
+    try {
+      return await this.planDueBatches(fence, pass);
+    } finally {
+      this.events.onPass?.(pass);
+    }
+  }
+
+  /** planDue's loop, a batch of due jobs at a time, adding up in `cost` what it took and did. */
+  private async planDueBatches(fence: Fence, cost: { findDueMs: number; found: number; enqueued: number }): Promise<number> {
     let total = 0;
     for (;;) {
       const now = this.clock.now();
+      const readStart = this.clock.monoNow();
       const jobs = await this.store.jobs.due(now + this.opts.horizonMs, this.opts.batchSize);
+      cost.findDueMs += this.clock.monoNow() - readStart;
+      cost.found += jobs.length;
       if (jobs.length === 0) return total;
       const entries = this.planEach(jobs, now, () => []);
       const inserted = await this.apply(fence, entries, now);
@@ -132,6 +155,7 @@ export class Planner {
       }
       if (inserted === null) return total;
       total += inserted;
+      cost.enqueued = total;
       if (jobs.length < this.opts.batchSize) return total;
       // The embedded store runs synchronously: let timers (lease renewal, the wheel, deliveries)
       // run between steps, or a large spike would hold the event loop for seconds.

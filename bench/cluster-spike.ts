@@ -1,0 +1,134 @@
+// The spike on a cluster: N one-shots due at one instant, first on one node, then on K nodes
+// (default 3) sharing one embedded db file (a fresh db each time). Registration goes to the
+// first node; deliveries spread over the nodes by the leader's hash ring. Measures the
+// receiver's ceiling first and reports both drain rates, their ratio cluster/single (target:
+// the cluster drains no slower, ratio >= 1), each one's ratio to the ceiling, and losses and
+// duplicates for each.
+// Run: npx bun bench/cluster-spike.ts [--n 100000] [--nodes 3]
+
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { bestCeiling, fmtCeiling, ratioToCeiling } from "./lib/ceiling.ts";
+import { benchLog, defaultLeadMs, gitState, planAheadMs, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
+import type { NodeProcess } from "./lib/node.ts";
+import { oneShotsSummary, runOneShots } from "./lib/oneshots.ts";
+import { startReceiver, type ReceiverHandle } from "./lib/receiver.ts";
+import { BATCH_MAX } from "./lib/register.ts";
+import { emit, fmtMs, fmtRate, round } from "./lib/report.ts";
+
+const { values: flags } = parseArgs({
+  args: process.argv.slice(2),
+  options: {
+    n: { type: "string", default: "100000" },
+    nodes: { type: "string", default: "3" },
+    "lead-ms": { type: "string" },
+    chunk: { type: "string", default: String(BATCH_MAX) },
+    "ceiling-n": { type: "string" },
+    "timeout-ms": { type: "string", default: "120000" },
+    "settle-ms": { type: "string", default: "2000" },
+    "node-arg": { type: "string", multiple: true, default: [] },
+    "bun-arg": { type: "string", multiple: true, default: [] },
+    keep: { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
+  },
+  strict: true,
+});
+
+if (flags.help) {
+  console.log(`usage: bun bench/cluster-spike.ts [flags]
+  --n N             jobs, all due at the same instant T (default 100000)
+  --nodes K         nodes in the cluster run (default 3); the other run has one
+  --lead-ms MS      T = start of registration + MS (default: the planning horizon + 5000 + 0.3 ms per job)
+  --chunk C         jobs per POST /v1/jobs/batch (default and max 10000)
+  --ceiling-n N     requests per try when measuring the receiver's ceiling (default min(N, 50000))
+  --timeout-ms MS   give up waiting this long after T (default 120000)
+  --settle-ms MS    after all N arrived, wait this long for late duplicates (default 2000)
+  --node-arg ARG    extra flag for every node's 'serve' (repeatable)
+  --bun-arg ARG     extra flag for every node's bun (repeatable)
+  --keep            keep the temp dir (dbs, node stderr)`);
+  process.exit(0);
+}
+
+const N = wholeNumber("n", flags.n!);
+const NODES = wholeNumber("nodes", flags.nodes!, 2);
+const HORIZON_MS = planAheadMs(flags["node-arg"]!);
+const LEAD_MS = flags["lead-ms"] !== undefined ? wholeNumber("lead-ms", flags["lead-ms"]) : defaultLeadMs(N, HORIZON_MS);
+const CEILING_N = flags["ceiling-n"] !== undefined ? wholeNumber("ceiling-n", flags["ceiling-n"]) : Math.min(N, 50_000);
+const log = benchLog("cluster-spike");
+
+const scratch = scratchDir("cluster-spike");
+let receiver: ReceiverHandle | null = null;
+const nodes: NodeProcess[] = [];
+
+async function main(): Promise<number> {
+  const git = gitState();
+  const rcv = await startReceiver({ stderrPath: join(scratch.dir, "receiver.stderr") });
+  receiver = rcv;
+  log(`receiver ${rcv.url} (pid ${rcv.pid}), dir ${scratch.dir}; measuring its ceiling (${CEILING_N} requests per try)`);
+  const ceiling = await bestCeiling(rcv, CEILING_N);
+  log(`ceiling ${fmtCeiling(ceiling)}`);
+
+  const spike = async (count: number) => {
+    const dir = join(scratch.dir, count === 1 ? "single" : "cluster");
+    await Bun.write(join(dir, ".keep"), "");
+    await rcv.reset();
+    log(`--- ${count} node(s) ---`);
+    const run = await runOneShots({
+      dir,
+      nodes: count,
+      n: N,
+      offsetMs: () => 0,
+      receiver: rcv,
+      leadMs: LEAD_MS,
+      horizonMs: HORIZON_MS,
+      chunk: wholeNumber("chunk", flags.chunk!),
+      timeoutMs: wholeNumber("timeout-ms", flags["timeout-ms"]!),
+      settleMs: wholeNumber("settle-ms", flags["settle-ms"]!, 0),
+      nodeArgs: flags["node-arg"]!,
+      bunArgs: flags["bun-arg"]!,
+      log,
+      onSpawn: (node) => nodes.push(node),
+    });
+    return { ...run, figures: { ratio_to_ceiling: ratioToCeiling(run.figures.drain_rate_per_s, ceiling), ...run.figures } };
+  };
+  const single = await spike(1);
+  const cluster = await spike(NODES);
+
+  const one = single.figures.drain_rate_per_s;
+  const many = cluster.figures.drain_rate_per_s;
+  const ratio = one === null || many === null || one === 0 ? null : round(many / one, 3);
+  const failed = single.failed || cluster.failed;
+  emit(
+    "cluster-spike",
+    {
+      n: N,
+      nodes: NODES,
+      ...git,
+      drain_rate_single_per_s: one,
+      drain_rate_cluster_per_s: many,
+      ratio_cluster_to_single: ratio,
+      ratio_ok: ratio === null ? null : ratio >= 1,
+      lost: (single.figures.lost ?? 0) + (cluster.figures.lost ?? 0),
+      duplicates: single.figures.duplicates + cluster.figures.duplicates,
+      ceiling,
+      single: single.figures,
+      cluster: cluster.figures,
+    },
+    [
+      `${N} jobs due at the same instant; receiver ceiling ${fmtCeiling(ceiling)}`,
+      `one node: drain ${fmtMs(single.figures.drain_ms)} after T, ${fmtRate(one)} (${single.figures.ratio_to_ceiling ?? "-"} of the ceiling)`,
+      ...oneShotsSummary(single.figures, single.problems).map((l) => `  ${l}`),
+      `${NODES} nodes: drain ${fmtMs(cluster.figures.drain_ms)} after T, ${fmtRate(many)} (${cluster.figures.ratio_to_ceiling ?? "-"} of the ceiling)`,
+      ...oneShotsSummary(cluster.figures, cluster.problems).map((l) => `  ${l}`),
+      `${NODES} nodes / one node: ×${ratio ?? "-"} (target >= 1: ${ratio === null ? "-" : ratio >= 1 ? "met" : "MISSED"})`,
+      ...(flags.keep ? [`kept ${scratch.dir}`] : []),
+      failed ? "RESULT: FAIL (lost or duplicated firings, or a node exited)" : "RESULT: ok",
+    ],
+  );
+  return failed ? 1 : 0;
+}
+
+await runBench("cluster-spike", main, async () => {
+  await Promise.allSettled([...nodes.map((n) => n.stop()), receiver?.stop()]);
+  if (!flags.keep) scratch.remove();
+});

@@ -1,0 +1,125 @@
+// Steady-load bench: R firings a second for D seconds on one real node (fresh embedded db),
+// delivered to a receiver in its own process. R×D one-shot jobs, job i due at
+// T0 + floor(i·1000/R) ms, all registered before the planner's horizon reaches T0. Measures the
+// receiver's ceiling first, then lateness p50/p90/p99/max (targets: p99 < 20 ms at 1,000/s,
+// < 50 ms at 5,000/s), losses, duplicates, the delivered rate and its ratio to the ceiling, and
+// the node's CPU and peak RSS.
+// Run: npx bun bench/steady.ts --rate 1000 --duration-s 60   (--help for the other flags)
+
+import { parseArgs } from "node:util";
+import { bestCeiling, fmtCeiling, ratioToCeiling } from "./lib/ceiling.ts";
+import { benchLog, defaultLeadMs, gitState, planAheadMs, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
+import type { NodeProcess } from "./lib/node.ts";
+import { oneShotsSummary, runOneShots } from "./lib/oneshots.ts";
+import { startReceiver, type ReceiverHandle } from "./lib/receiver.ts";
+import { BATCH_MAX } from "./lib/register.ts";
+import { emit, fmtMs, fmtRate, round } from "./lib/report.ts";
+
+const { values: flags } = parseArgs({
+  args: process.argv.slice(2),
+  options: {
+    rate: { type: "string", default: "1000" },
+    "duration-s": { type: "string", default: "60" },
+    "lead-ms": { type: "string" },
+    chunk: { type: "string", default: String(BATCH_MAX) },
+    "ceiling-n": { type: "string" },
+    "timeout-ms": { type: "string", default: "30000" },
+    "settle-ms": { type: "string", default: "2000" },
+    "node-arg": { type: "string", multiple: true, default: [] },
+    "bun-arg": { type: "string", multiple: true, default: [] },
+    keep: { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
+  },
+  strict: true,
+});
+
+if (flags.help) {
+  console.log(`usage: bun bench/steady.ts [flags]
+  --rate R          firings per second (default 1000)
+  --duration-s D    seconds of firings (default 60); R×D one-shot jobs in all
+  --lead-ms MS      first instant T0 = start of registration + MS (default: the planning horizon
+                    + 5000 + 0.3 ms per job, so registration ends before the planner reaches T0)
+  --chunk K         jobs per POST /v1/jobs/batch (default and max 10000)
+  --ceiling-n N     requests per try when measuring the receiver's ceiling (default min(R×D, 50000))
+  --timeout-ms MS   give up waiting this long after the last instant (default 30000)
+  --settle-ms MS    after all arrived, wait this long for late duplicates (default 2000)
+  --node-arg ARG    extra flag for 'serve' (repeatable)
+  --bun-arg ARG     extra flag for the node's bun (repeatable)
+  --keep            keep the temp dir (db, node stderr)`);
+  process.exit(0);
+}
+
+const RATE = wholeNumber("rate", flags.rate!);
+const DURATION_S = wholeNumber("duration-s", flags["duration-s"]!);
+const N = RATE * DURATION_S;
+const HORIZON_MS = planAheadMs(flags["node-arg"]!);
+const LEAD_MS = flags["lead-ms"] !== undefined ? wholeNumber("lead-ms", flags["lead-ms"]) : defaultLeadMs(N, HORIZON_MS);
+const CEILING_N = flags["ceiling-n"] !== undefined ? wholeNumber("ceiling-n", flags["ceiling-n"]) : Math.min(N, 50_000);
+/** The issue's targets: p99 lateness under 20 ms at 1,000/s and under 50 ms at 5,000/s. */
+const P99_TARGET_MS = RATE <= 1_000 ? 20 : RATE <= 5_000 ? 50 : null;
+const log = benchLog("steady");
+
+const scratch = scratchDir("steady");
+let receiver: ReceiverHandle | null = null;
+const nodes: NodeProcess[] = [];
+
+async function main(): Promise<number> {
+  const git = gitState();
+  receiver = await startReceiver({ stderrPath: `${scratch.dir}/receiver.stderr` });
+  log(`receiver ${receiver.url} (pid ${receiver.pid}), dir ${scratch.dir}; measuring its ceiling (${CEILING_N} requests per try)`);
+  const ceiling = await bestCeiling(receiver, CEILING_N);
+  log(`ceiling ${fmtCeiling(ceiling)}`);
+
+  const { figures: f, problems, failed } = await runOneShots({
+    dir: scratch.dir,
+    nodes: 1,
+    n: N,
+    offsetMs: (i) => Math.floor((i * 1000) / RATE),
+    receiver,
+    leadMs: LEAD_MS,
+    horizonMs: HORIZON_MS,
+    chunk: wholeNumber("chunk", flags.chunk!),
+    timeoutMs: wholeNumber("timeout-ms", flags["timeout-ms"]!),
+    settleMs: wholeNumber("settle-ms", flags["settle-ms"]!, 0),
+    nodeArgs: flags["node-arg"]!,
+    bunArgs: flags["bun-arg"]!,
+    log,
+    onSpawn: (node) => nodes.push(node),
+  });
+  const delivered = f.drain_rate_per_s;
+  const ratio = ratioToCeiling(delivered, ceiling);
+  const p99 = f.lateness_ms.p99;
+  const p99Ok = P99_TARGET_MS === null || p99 === null ? null : p99 < P99_TARGET_MS;
+  const cpuPerS = f.node_cpu_ms_during_drain === null || f.drain_ms === null ? null : round(f.node_cpu_ms_during_drain / (Math.max(f.drain_ms, 1) / 1000));
+  const { n, ...rest } = f;
+  emit(
+    "steady",
+    {
+      rate: RATE,
+      duration_s: DURATION_S,
+      n,
+      ...git,
+      delivered_rate_per_s: delivered,
+      ratio_to_ceiling: ratio,
+      ceiling,
+      p99_target_ms: P99_TARGET_MS,
+      p99_ok: p99Ok,
+      node_cpu_ms_per_s: cpuPerS,
+      ...rest,
+    },
+    [
+      `${RATE}/s for ${DURATION_S} s (${N} one-shots); lateness p99 ${fmtMs(p99)}` +
+        (P99_TARGET_MS === null ? "" : ` (target < ${P99_TARGET_MS} ms: ${p99Ok ? "met" : "MISSED"})`),
+      `delivered ${fmtRate(delivered)} = ${ratio ?? "-"} of the receiver's ceiling ${fmtCeiling(ceiling)}; node cpu ${cpuPerS ?? "-"} ms per second`,
+      ...oneShotsSummary(f, problems),
+      ...(flags.keep ? [`kept ${scratch.dir}`] : []),
+      failed ? "RESULT: FAIL (lost or duplicated firings, or the node exited)" : "RESULT: ok",
+    ],
+  );
+  return failed ? 1 : 0;
+}
+
+await runBench("steady", main, async () => {
+  await Promise.allSettled([...nodes.map((n) => n.stop()), receiver?.stop()]);
+  if (!flags.keep) scratch.remove();
+});
