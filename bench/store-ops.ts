@@ -83,7 +83,7 @@ for (let i = 0; i < claimed.length; i += BATCH) {
   );
   const ids = [...admitted].filter(([, r]) => r.kind === "run").map(([id]) => id);
   const running = await timed("mark_running", () => store.firings.markRunning(nodeId, ids, now));
-  await timed("finish", () => store.firings.finish(nodeId, running.map((f) => ({ id: f.id, state: "DONE" as const })), now));
+  await timed("finish", () => store.firings.finish(nodeId, [...running].map((id) => ({ id, state: "DONE" as const })), now));
 }
 store.close();
 rmSync(dir, { recursive: true, force: true });

@@ -76,7 +76,8 @@ const started = performance.now();
 let result: Bun.BuildOutput;
 try {
   result = await Bun.build({
-    entrypoints: [join(ROOT, "src", "main.ts")],
+    // The embedded database's thread is its own entrypoint: Bun bundles workers only when listed.
+    entrypoints: [join(ROOT, "src", "main.ts"), join(ROOT, "src", "store", "db-worker.ts")],
     target: "bun",
     minify: true,
     sourcemap: "linked",

@@ -22,7 +22,8 @@ afterEach(async () => {
 
 async function harness(replies: number[]) {
   const clock = new VirtualClock(Math.floor(Date.now() / 1000) * 1000);
-  const store: Store = await openStore(tempDbUrl());
+  // On this thread: virtual time needs each store call done within the step's microtasks.
+  const store: Store = await openStore(tempDbUrl(), { sameThread: true });
   const sent: { at: number; attempt: number }[] = [];
   const send: WebhookSender = async (req) => {
     sent.push({ at: clock.now(), attempt: Number(req.headers["Cronwheel-Attempt"]) });

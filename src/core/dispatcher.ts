@@ -41,7 +41,9 @@ export const DEFAULT_DISPATCHER_OPTIONS: Omit<DispatcherOptions, "nodeId" | "sig
   misfireThresholdMs: 60_000,
 };
 
-const CLAIM_BATCH = 2_000;
+/** Rows per claim; a smaller claim holds the database for less time in front of due work. */
+const CLAIM_BATCH = 500;
+const ADMIT_BATCH = 500;
 
 export interface DispatcherEvents {
   /** A firing reached a terminal state or was retried, after the store recorded it. */
@@ -68,6 +70,7 @@ export class Dispatcher {
   private pumping = false;
   private readonly feeder = new SingleFlight(() => this.feed());
   private lastReclaimMono = -Infinity;
+  private admitting: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly store: Store,
@@ -104,6 +107,7 @@ export class Dispatcher {
     for (const cancel of this.timers) cancel();
     this.wheelTimer?.cancel();
     await this.feeder.idle();
+    await Promise.race([this.admitting, this.clock.sleep(graceMs)]);
     const unsent = [
       ...this.ready.drain(),
       ...this.admission.takeAll(),
@@ -230,7 +234,12 @@ export class Dispatcher {
   private onWheel(): void {
     const due = this.wheel.advance(this.clock.now()).map((e) => e.value);
     this.armWheel();
-    if (due.length > 0) void this.admit(due);
+    // In slices, one after another: the first requests of a spike go out once the first slice
+    // is admitted instead of after all of it, and the order stays oldest first.
+    for (let i = 0; i < due.length; i += ADMIT_BATCH) {
+      const slice = due.slice(i, i + ADMIT_BATCH);
+      this.admitting = this.admitting.then(() => this.admit(slice)).catch((err) => this.log.error("admitting firings failed", { err: String(err) }));
+    }
   }
 
   private async admit(firings: Firing[]): Promise<void> {
@@ -273,9 +282,9 @@ export class Dispatcher {
       while (this.ready.size > 0 && this.inFlight.size < this.opts.maxInFlight) {
         const batch = this.ready.take(this.opts.maxInFlight - this.inFlight.size);
         for (const f of batch) this.inFlight.set(f.id, new AbortController());
-        let running: Firing[];
+        let started: Set<string>;
         try {
-          running = await this.store.firings.markRunning(this.opts.nodeId, batch.map((f) => f.id), this.clock.now());
+          started = await this.store.firings.markRunning(this.opts.nodeId, batch.map((f) => f.id), this.clock.now());
         } catch (err) {
           this.log.error("marking firings running failed", { err: String(err) });
           for (const f of batch) this.inFlight.delete(f.id);
@@ -283,7 +292,11 @@ export class Dispatcher {
           await this.clock.sleep(200);
           continue;
         }
-        const started = new Set(running.map((f) => f.id));
+        // Claimed by this node until now, so nothing else changed them: RUNNING is one more attempt.
+        const running: Firing[] = [];
+        for (const f of batch) {
+          if (started.has(f.id)) running.push({ ...f, state: "RUNNING", attempts: f.attempts + 1, deliveredBy: this.opts.nodeId });
+        }
         const notStarted = batch.filter((f) => !started.has(f.id));
         for (const f of notStarted) this.inFlight.delete(f.id);
         if (notStarted.length > 0) {

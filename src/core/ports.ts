@@ -119,7 +119,7 @@ export interface FiringStore {
    */
   claimReady(nodeId: string, liveIds: string[], untilMs: number, missedBeforeMs: number, limit: number, nowMs: number): Promise<Firing[]>;
   /** CLAIMED by nodeId -> RUNNING (attempts + 1); returns the ones that moved. */
-  markRunning(nodeId: string, ids: string[], nowMs: number): Promise<Firing[]>;
+  markRunning(nodeId: string, ids: string[], nowMs: number): Promise<Set<string>>;
   /** RUNNING by nodeId -> outcome, each a CAS; returns which ids moved. */
   finish(nodeId: string, outcomes: FiringOutcome[], nowMs: number): Promise<Set<string>>;
   /** CLAIMED by nodeId -> SKIPPED with a reason. */

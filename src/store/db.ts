@@ -1,10 +1,14 @@
 // Opens the libSQL database (embedded file or remote server) and brings its schema up to date.
-// Every other store module receives the Client from here; nothing else creates one.
+// Every other store module receives the Db from here; nothing else creates one.
 
-import { createClient, type Client, type InStatement, type ResultSet, type Transaction, type TransactionMode } from "@libsql/client";
+import { createClient } from "@libsql/client";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { MIGRATIONS } from "./migrations.ts";
+import { openEmbedded, WriteSerializedDb } from "./serialized-db.ts";
+import type { SqlMode, SqlResult, SqlStatement, WorkerReply, WorkerRequest } from "./worker-protocol.ts";
+
+export type { SqlResult, SqlStatement } from "./worker-protocol.ts";
 
 /** The database's own clock in epoch ms: leases are judged on it, never on a node's clock. */
 export const SQL_NOW_MS = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
@@ -12,87 +16,130 @@ export const SQL_NOW_MS = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 export interface OpenOptions {
   /** Busy timeout for `file:` databases; per connection, so it must go through createClient. */
   busyTimeoutMs?: number;
+  /**
+   * Run an embedded database on the calling thread instead of its own. For tests in virtual
+   * time, which need every store call to finish within the microtasks of the step that made it.
+   */
+  sameThread?: boolean;
 }
 
 export function isEmbedded(url: string): boolean {
   return url.startsWith("file:") || url === ":memory:";
 }
 
-/** The part of the libSQL client the store uses. */
-export type Db = Pick<Client, "execute" | "batch" | "transaction" | "close">;
+export interface SqlTx {
+  execute(stmt: SqlStatement): Promise<SqlResult>;
+  batch(stmts: SqlStatement[]): Promise<SqlResult[]>;
+  commit(): Promise<void>;
+  rollback(): Promise<void>;
+  close(): void;
+}
+
+/** What the store needs of a database: statements, batches (one transaction), interactive transactions. */
+export interface Db {
+  execute(stmt: SqlStatement): Promise<SqlResult>;
+  batch(stmts: SqlStatement[], mode?: SqlMode): Promise<SqlResult[]>;
+  transaction(mode?: SqlMode): Promise<SqlTx>;
+  close(): void;
+}
 
 /**
- * Serialises this process's writes. The embedded driver runs each statement synchronously, so a
- * write on one connection while another connection of the same process holds the write lock
- * (an interactive transaction between two of its awaits) blocks the whole event loop until the
- * busy timeout — a deadlock, since the holder can never continue. One writer at a time per
- * process avoids it and costs nothing: synchronous statements cannot overlap anyway. Readers
- * are not held back (WAL lets them run beside the writer). Other processes wait on the busy
- * timeout as usual: their transactions progress on their own.
+ * The embedded database, run on its own thread (db-worker.ts). The embedded driver is
+ * synchronous: on the node's thread every statement stopped timers and webhook requests for as
+ * long as it ran, and a spike's writes could not overlap its sends. Each call is one message.
  */
-class WriteSerializedDb implements Db {
-  private tail: Promise<unknown> = Promise.resolve();
+class WorkerDb implements Db {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  private nextId = 1;
+  private closed = false;
 
-  constructor(private readonly client: Client) {}
-
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.tail.then(fn, fn);
-    this.tail = run.catch(() => {});
-    return run;
+  constructor() {
+    this.worker = new Worker(workerUrl());
+    this.worker.onmessage = (event: MessageEvent<WorkerReply>) => {
+      const r = event.data;
+      const p = this.pending.get(r.id);
+      if (!p) return;
+      this.pending.delete(r.id);
+      if (r.ok) p.resolve(r.value);
+      else p.reject(Object.assign(new Error(r.error.message), { name: r.error.name, code: r.error.code }));
+    };
+    this.worker.onerror = (event) => {
+      const err = new Error(`database thread failed: ${event.message}`);
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+    };
   }
 
-  execute(stmt: InStatement | string, args?: never): Promise<ResultSet> {
-    const sql = typeof stmt === "string" ? stmt : stmt.sql;
-    if (/^\s*(SELECT|WITH)\b/i.test(sql) && !/\bRETURNING\b/i.test(sql)) return this.client.execute(stmt as InStatement);
-    return this.exclusive(() => this.client.execute(stmt as InStatement));
-  }
-
-  batch(stmts: Parameters<Client["batch"]>[0], mode?: TransactionMode): Promise<ResultSet[]> {
-    if (mode === "read") return this.client.batch(stmts, mode);
-    return this.exclusive(() => this.client.batch(stmts, mode));
-  }
-
-  transaction(mode?: TransactionMode): Promise<Transaction> {
-    if (mode === "read") return this.client.transaction(mode);
-    // Held from BEGIN until the transaction is closed, however it ends.
-    return new Promise<Transaction>((resolveTx, rejectTx) => {
-      void this.exclusive(async () => {
-        let tx: Transaction;
-        try {
-          tx = await this.client.transaction(mode);
-        } catch (err) {
-          rejectTx(err);
-          return;
-        }
-        await new Promise<void>((released) => {
-          const close = tx.close.bind(tx);
-          tx.close = () => {
-            close();
-            released();
-          };
-          resolveTx(tx);
-        });
-      });
+  call<T>(req: DistributiveOmit<WorkerRequest, "id">): Promise<T> {
+    if (this.closed) return Promise.reject(new Error("database is closed"));
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.worker.postMessage({ ...req, id } as WorkerRequest);
     });
   }
 
+  execute(stmt: SqlStatement): Promise<SqlResult> {
+    return this.call({ op: "execute", stmt });
+  }
+
+  batch(stmts: SqlStatement[], mode?: SqlMode): Promise<SqlResult[]> {
+    return this.call({ op: "batch", stmts, mode });
+  }
+
+  async transaction(mode?: SqlMode): Promise<SqlTx> {
+    const tx = await this.call<number>({ op: "begin", mode });
+    let done = false;
+    return {
+      execute: (stmt) => this.call({ op: "tx.execute", tx, stmt }),
+      batch: (stmts) => this.call({ op: "tx.batch", tx, stmts }),
+      commit: () => this.call({ op: "tx.commit", tx }),
+      rollback: () => this.call({ op: "tx.rollback", tx }),
+      close: () => {
+        if (done) return;
+        done = true;
+        // Messages are handled in order: nothing sent after this runs inside the transaction.
+        void this.call({ op: "tx.close", tx }).catch(() => {});
+      },
+    };
+  }
+
   close(): void {
-    this.client.close();
+    if (this.closed) return;
+    const closing = this.call({ op: "close" });
+    this.closed = true;
+    void closing.finally(() => this.worker.terminate());
   }
 }
+
+/**
+ * In the compiled binary this module is bundled into the entrypoint at the root of its file
+ * system, and the worker (its own entrypoint, see scripts/build.ts) keeps its path under src/.
+ */
+function workerUrl(): URL {
+  const bundled = import.meta.url.includes("/$bunfs/") || import.meta.url.includes("/~BUN/");
+  return new URL(bundled ? "./store/db-worker.ts" : "./db-worker.ts", import.meta.url);
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 export async function openDatabase(url: string, opts: OpenOptions = {}): Promise<Db> {
   if (url.startsWith("file:")) {
     const path = url.slice("file:".length).split("?")[0] ?? "";
     if (path && path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   }
-  const client = createClient({ url, timeout: opts.busyTimeoutMs ?? 10_000 });
-  if (isEmbedded(url)) {
-    // WAL lets readers (API, status page) run beside the one writer without blocking it.
-    await client.execute("PRAGMA journal_mode=WAL");
-    await client.execute("PRAGMA synchronous=NORMAL");
+  const busyTimeoutMs = opts.busyTimeoutMs ?? 10_000;
+  let db: Db;
+  if (isEmbedded(url) && !opts.sameThread) {
+    const worker = new WorkerDb();
+    await worker.call({ op: "open", url, busyTimeoutMs });
+    db = worker;
+  } else if (isEmbedded(url)) {
+    db = await openEmbedded(url, busyTimeoutMs);
+  } else {
+    db = new WriteSerializedDb(createClient({ url, timeout: busyTimeoutMs }));
   }
-  const db = new WriteSerializedDb(client);
   await migrate(db);
   return db;
 }

@@ -2,7 +2,7 @@
 // claiming node), so two nodes racing for one firing, or a cancel racing a delivery, resolve
 // in the database: the loser's statement matches no row and it learns so from RETURNING.
 
-import type { InStatement, Row } from "@libsql/client";
+import type { SqlStatement } from "./db.ts";
 import type { Firing, FiringState } from "../core/model.ts";
 import type {
   CancelResult,
@@ -28,7 +28,7 @@ import {
 } from "./rows.ts";
 import { SQL_NOW_MS, type Db } from "./db.ts";
 
-function insertManualFiring(f: NewFiring, epoch: number, nowMs: number): InStatement {
+function insertManualFiring(f: NewFiring, epoch: number, nowMs: number): SqlStatement {
   return {
     sql: `INSERT INTO firings (id, job_id, scheduled_at, state, attempts, catchup, manual, epoch, priority,
             next_attempt_at, created_at, updated_at, owner)
@@ -180,15 +180,15 @@ export class LibsqlFiringStore implements FiringStore {
     return rs.rows.map(rowToFiring);
   }
 
-  async markRunning(nodeId: string, ids: string[], nowMs: number): Promise<Firing[]> {
-    if (ids.length === 0) return [];
+  async markRunning(nodeId: string, ids: string[], nowMs: number): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
     const rs = await this.db.execute({
       sql: `UPDATE firings SET state = 'RUNNING', attempts = attempts + 1, delivered_by = claimed_by, updated_at = ?
             WHERE id ${IN_LIST} AND +state = 'CLAIMED' AND +claimed_by = ?
-            RETURNING ${FIRING_COLUMNS}`,
+            RETURNING id`,
       args: [nowMs, jsonList(ids), nodeId],
     });
-    return rs.rows.map(rowToFiring);
+    return idsOf([rs]);
   }
 
   async finish(nodeId: string, outcomes: FiringOutcome[], nowMs: number): Promise<Set<string>> {
@@ -196,7 +196,7 @@ export class LibsqlFiringStore implements FiringStore {
     const where = "+state = 'RUNNING' AND +claimed_by = ? RETURNING id";
     // Successes, the bulk of a spike, share one statement per chunk; the rest carry their own values.
     const done = outcomes.filter((o) => o.state === "DONE").map((o) => o.id);
-    const stmts: InStatement[] = [];
+    const stmts: SqlStatement[] = [];
     if (done.length > 0) {
       stmts.push({
         sql: `UPDATE firings SET state = 'DONE', last_error = NULL, ${release}, updated_at = ? WHERE id ${IN_LIST} AND ${where}`,
@@ -387,14 +387,14 @@ export class LibsqlFiringStore implements FiringStore {
   }
 }
 
-function idsOf(results: { rows: Row[] }[]): Set<string> {
+function idsOf(results: { rows: Record<string, unknown>[] }[]): Set<string> {
   const out = new Set<string>();
   for (const rs of results) for (const r of rs.rows) out.add(String(r.id));
   return out;
 }
 
 /** Only this node's hold: a firing re-claimed elsewhere meanwhile keeps the slot it took there. */
-function releaseSlots(nodeId: string, firingIds: string[]): InStatement[] {
+function releaseSlots(nodeId: string, firingIds: string[]): SqlStatement[] {
   if (firingIds.length === 0) return [];
   return [{ sql: `DELETE FROM job_slots WHERE firing_id ${IN_LIST} AND +node = ?`, args: [jsonList(firingIds), nodeId] }];
 }

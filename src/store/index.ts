@@ -1,7 +1,7 @@
 // The libSQL implementation of core's Store port: the one place that knows SQL.
 
 import type { Store } from "../core/ports.ts";
-import { openDatabase } from "./db.ts";
+import { openDatabase, type OpenOptions } from "./db.ts";
 import { LibsqlFiringStore } from "./firings.ts";
 import { LibsqlJobStore } from "./jobs.ts";
 import { LibsqlLeaseStore } from "./lease.ts";
@@ -10,8 +10,8 @@ import { LibsqlSlotStore } from "./slots.ts";
 
 export { InvalidCursorError } from "./rows.ts";
 
-export async function openStore(url: string): Promise<Store> {
-  const db = await openDatabase(url);
+export async function openStore(url: string, opts: OpenOptions = {}): Promise<Store> {
+  const db = await openDatabase(url, opts);
   return {
     jobs: new LibsqlJobStore(db),
     slots: new LibsqlSlotStore(db),

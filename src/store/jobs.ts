@@ -2,7 +2,7 @@
 // Withdrawing "planned" firings means deleting first attempts that are not yet due: they were
 // enqueued ahead of their instant and never existed as far as a receiver is concerned.
 
-import type { InStatement, InValue } from "@libsql/client";
+import type { SqlArg, SqlStatement } from "./worker-protocol.ts";
 import type { Job } from "../core/model.ts";
 import type { JobPage, JobStore } from "../core/ports.ts";
 import {
@@ -20,7 +20,7 @@ import type { Db } from "./db.ts";
 
 const INSERT_JOB = `INSERT INTO jobs (${JOB_COLUMNS}) VALUES (${placeholders(9)})`;
 
-function withdrawPlanned(jobId: string, nowMs: number): { sql: string; args: InValue[] } {
+function withdrawPlanned(jobId: string, nowMs: number): { sql: string; args: SqlArg[] } {
   return {
     sql: `DELETE FROM firings WHERE job_id = ? AND state IN ('SCHEDULED', 'CLAIMED')
           AND scheduled_at > ? AND attempts = 0 AND manual = 0`,
@@ -108,7 +108,7 @@ export class LibsqlJobStore implements JobStore {
   }
 
   async update(job: Job, expectVersion: number, nowMs: number, withdraw: boolean): Promise<boolean> {
-    const stmts: InStatement[] = [
+    const stmts: SqlStatement[] = [
       {
         sql: `UPDATE jobs SET spec = ?, next_fire_at = ?, anchor_at = ?, version = version + 1, updated_at = ?
               WHERE id = ? AND version = ? RETURNING id`,
@@ -152,7 +152,7 @@ export class LibsqlJobStore implements JobStore {
   }
 
   async setPaused(id: string, paused: boolean, nextFireAt: number | null, nowMs: number, expectVersion?: number): Promise<Job | null> {
-    const stmts: InStatement[] = [
+    const stmts: SqlStatement[] = [
       {
         sql: `UPDATE jobs SET paused = ?, next_fire_at = ?, version = version + 1, updated_at = ?
               WHERE id = ? AND (? IS NULL OR version = ?) RETURNING ${JOB_COLUMNS}`,
@@ -188,7 +188,7 @@ export class LibsqlJobStore implements JobStore {
 }
 
 /** Withdraw only if the preceding UPDATE matched (a lost CAS must change nothing). */
-function withdrawPlannedIfUpdated(jobId: string, nowMs: number): InStatement {
+function withdrawPlannedIfUpdated(jobId: string, nowMs: number): SqlStatement {
   const w = withdrawPlanned(jobId, nowMs);
   return { sql: `${w.sql} AND changes() = 1`, args: w.args };
 }

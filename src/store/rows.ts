@@ -1,7 +1,7 @@
 // Maps result rows to the domain types and back, and encodes keyset cursors.
 // Times are INTEGER epoch ms in every column; booleans are 0/1.
 
-import type { Row } from "@libsql/client";
+type Row = Record<string, unknown>;
 import type { Firing, FiringState, Job, JobSpec } from "../core/model.ts";
 import type { EnqueuedFiring } from "../core/ports.ts";
 

@@ -3,7 +3,7 @@
 // transaction: the common case (a free slot, nobody older waiting) is one multi-row INSERT for
 // many firings; the rest are decided one by one with the overlap policy.
 
-import type { Transaction } from "@libsql/client";
+import type { SqlTx } from "./db.ts";
 import type { AdmissionRequest, AdmissionResult, SlotStore } from "../core/ports.ts";
 import { LATE_HOLDER_MS, type OverlapDecision, type OverlapFacts } from "../core/overlap.ts";
 import { SQL_NOW_MS, type Db } from "./db.ts";
@@ -47,7 +47,7 @@ export class LibsqlSlotStore implements SlotStore {
    * Slots for firings that already hold one (a retry), or whose job has a free slot and no older
    * firing waiting. Each job appears once per call, so the count each row sees is exact.
    */
-  private async takeFree(tx: Transaction, nodeId: string, round: AdmissionRequest[], nodeTtlMs: number, nowMs: number): Promise<Set<string>> {
+  private async takeFree(tx: SqlTx, nodeId: string, round: AdmissionRequest[], nodeTtlMs: number, nowMs: number): Promise<Set<string>> {
     const taken = new Set<string>();
     const rs = await tx.execute({
       sql: `WITH v (job_id, firing_id, max, scheduled_at) AS
@@ -74,7 +74,7 @@ export class LibsqlSlotStore implements SlotStore {
   }
 
   private async decideOne(
-    tx: Transaction,
+    tx: SqlTx,
     nodeId: string,
     r: AdmissionRequest,
     nodeTtlMs: number,
