@@ -61,7 +61,7 @@ export class OutcomeWriter {
     private readonly store: FiringStore,
     private readonly nodeId: string,
     private readonly clock: Clock,
-    private readonly flushMs = 2,
+    private readonly flushMs = 10,
     private readonly maxBatch = 500,
   ) {}
 

@@ -44,6 +44,8 @@ export const DEFAULT_DISPATCHER_OPTIONS: Omit<DispatcherOptions, "nodeId" | "sig
 /** Rows per claim; a smaller claim holds the database for less time in front of due work. */
 const CLAIM_BATCH = 500;
 const ADMIT_BATCH = 500;
+const ADMIT_EVERY_MS = 5;
+const JOB_CACHE_MAX = 50_000;
 
 export interface DispatcherEvents {
   /** A firing reached a terminal state or was retried, after the store recorded it. */
@@ -70,7 +72,10 @@ export class Dispatcher {
   private pumping = false;
   private readonly feeder = new SingleFlight(() => this.feed());
   private lastReclaimMono = -Infinity;
-  private admitting: Promise<void> = Promise.resolve();
+  /** Come due in the wheel, not yet through admission. */
+  private dueQueue: Firing[] = [];
+  private lastAdmitMono = -Infinity;
+  private readonly admitter = new SingleFlight(() => this.admitDue());
 
   constructor(
     private readonly store: Store,
@@ -107,8 +112,9 @@ export class Dispatcher {
     for (const cancel of this.timers) cancel();
     this.wheelTimer?.cancel();
     await this.feeder.idle();
-    await Promise.race([this.admitting, this.clock.sleep(graceMs)]);
+    await Promise.race([this.admitter.idle(), this.clock.sleep(graceMs)]);
     const unsent = [
+      ...this.dueQueue.splice(0),
       ...this.ready.drain(),
       ...this.admission.takeAll(),
       ...this.wheel.advance(Number.MAX_SAFE_INTEGER).map((e) => e.value),
@@ -187,7 +193,16 @@ export class Dispatcher {
   private async loadJobs(firings: Firing[]): Promise<void> {
     const ids = [...new Set(firings.map((f) => f.jobId))];
     if (ids.length === 0) return;
-    for (const job of await this.store.jobs.getMany(ids)) this.jobs.set(job.spec.id, job);
+    for (const job of await this.store.jobs.getMany(ids)) {
+      this.jobs.delete(job.spec.id); // re-inserted as the newest
+      this.jobs.set(job.spec.id, job);
+    }
+    // Bounded: a million one-shots would otherwise stay cached after their only firing. The
+    // oldest go first; a firing whose job was dropped reads it again.
+    for (const id of this.jobs.keys()) {
+      if (this.jobs.size <= JOB_CACHE_MAX) break;
+      this.jobs.delete(id);
+    }
   }
 
   /**
@@ -234,11 +249,31 @@ export class Dispatcher {
   private onWheel(): void {
     const due = this.wheel.advance(this.clock.now()).map((e) => e.value);
     this.armWheel();
-    // In slices, one after another: the first requests of a spike go out once the first slice
-    // is admitted instead of after all of it, and the order stays oldest first.
-    for (let i = 0; i < due.length; i += ADMIT_BATCH) {
-      const slice = due.slice(i, i + ADMIT_BATCH);
-      this.admitting = this.admitting.then(() => this.admit(slice)).catch((err) => this.log.error("admitting firings failed", { err: String(err) }));
+    if (due.length === 0) return;
+    for (const f of due) this.dueQueue.push(f);
+    this.admitter.trigger();
+  }
+
+  /**
+   * Admits due firings one batch at a time, oldest first. What comes due while a batch is in
+   * the store waits for the next one, so batches grow with the load: one transaction per
+   * millisecond at a steady rate would cost more than the firings themselves, and a spike's
+   * first requests go out once its first batch is admitted, not all of it.
+   */
+  private async admitDue(): Promise<void> {
+    while (this.dueQueue.length > 0) {
+      // At a steady rate, firings come due every millisecond or so; each write transaction costs
+      // more than the firings in it, so they are gathered for up to ADMIT_EVERY_MS. After a
+      // quiet spell there is no wait: a lone firing goes at its instant.
+      const wait = this.lastAdmitMono + ADMIT_EVERY_MS - this.clock.monoNow();
+      if (wait > 0 && this.dueQueue.length < ADMIT_BATCH) await this.clock.sleep(wait);
+      this.lastAdmitMono = this.clock.monoNow();
+      const batch = this.dueQueue.splice(0, ADMIT_BATCH);
+      try {
+        await this.admit(batch);
+      } catch (err) {
+        this.log.error("admitting firings failed", { err: String(err) });
+      }
     }
   }
 

@@ -157,7 +157,7 @@ export class LibsqlFiringStore implements FiringStore {
 
   async missedStored(beforeMs: number, limit: number): Promise<Firing[]> {
     const rs = await this.db.execute({
-      sql: `SELECT ${FIRING_COLUMNS} FROM firings
+      sql: `SELECT ${FIRING_COLUMNS} FROM firings INDEXED BY firings_ready
             WHERE state IN ('SCHEDULED', 'RETRYING') AND next_attempt_at < ?
               AND attempts = 0 AND manual = 0 AND catchup = 0 AND waiting = 0
             ORDER BY next_attempt_at LIMIT ?`,
@@ -166,11 +166,17 @@ export class LibsqlFiringStore implements FiringStore {
     return rs.rows.map(rowToFiring);
   }
 
+  /**
+   * INDEXED BY: left to itself SQLite picks firings_by_state for `state IN (...)` and sorts
+   * every stored SCHEDULED firing on each call, which at 5,000 firings/s (50,000 enqueued ahead)
+   * took 35-50 ms per claim and stalled delivery behind it.
+   */
   async claimReady(nodeId: string, liveIds: string[], untilMs: number, missedBeforeMs: number, limit: number, nowMs: number): Promise<Firing[]> {
     const live = liveIds.length > 0 ? liveIds : [nodeId];
     const rs = await this.db.execute({
       sql: `UPDATE firings SET state = 'CLAIMED', claimed_by = ?, updated_at = ?
-            WHERE id IN (SELECT id FROM firings WHERE state IN ('SCHEDULED', 'RETRYING') AND next_attempt_at <= ? AND cancel_requested = 0
+            WHERE id IN (SELECT id FROM firings INDEXED BY firings_ready
+                         WHERE state IN ('SCHEDULED', 'RETRYING') AND next_attempt_at <= ? AND cancel_requested = 0
                            AND NOT (attempts = 0 AND catchup = 0 AND manual = 0 AND waiting = 0 AND next_attempt_at < ?)
                            AND (owner IS NULL OR owner = ? OR owner NOT ${IN_LIST})
                          ORDER BY next_attempt_at LIMIT ?)
