@@ -6,7 +6,6 @@ import type { SqlStatement } from "./db.ts";
 import type { Firing, FiringState } from "../core/model.ts";
 import type {
   CancelResult,
-  EnqueuedFiring,
   Fence,
   FiringOutcome,
   FiringPage,
@@ -81,73 +80,69 @@ export class LibsqlFiringStore implements FiringStore {
   }
 
   /**
-   * One write transaction: the lease is checked once at its start and, since a write
-   * transaction excludes every other writer until it commits, it cannot change before the
-   * commit. Each statement takes all its rows as one JSON array (json_each): one short statement
-   * per kind of change, whatever the step's size, because parsing statements per firing (or one
-   * long VALUES list per chunk) is what limited a spike.
+   * One batch, which runs as one write transaction: every write is conditional on the lease
+   * being ours at this epoch, and since the transaction excludes every other writer until it
+   * commits, the lease cannot change in between. A batch is one call to the store (one message
+   * to the embedded database's thread), so no lock is held while this thread is busy elsewhere.
+   * Each statement takes all its rows as one JSON array (json_each): one short statement per
+   * kind of change, whatever the step's size.
    */
   async applyPlan(fence: Fence, entries: PlanEntry[], nowMs: number): Promise<PlanResult> {
-    const tx = await this.db.transaction("write");
-    try {
-      const lease = (await tx.execute("SELECT holder, epoch FROM leases WHERE name = 'leader'")).rows[0];
-      if (!lease || String(lease.holder) !== fence.nodeId || Number(lease.epoch) !== fence.epoch) {
-        await tx.rollback();
-        return { fenced: false, inserted: [] };
-      }
-      const inserted: EnqueuedFiring[] = [];
-      if (entries.length > 0) {
-        await tx.execute({
-          sql: `UPDATE jobs SET next_fire_at = v.value->>1, last_fired_at = COALESCE(v.value->>2, jobs.last_fired_at)
-                FROM json_each(?) AS v
-                WHERE jobs.id = v.value->>0 AND jobs.version = v.value->>3`,
-          args: [jsonList(entries.map((e) => [e.jobId, e.nextFireAt, e.lastFiredAt, e.version]))],
-        });
-      }
-      const versions = new Map(entries.map((e) => [e.jobId, e.version]));
-      const firings = entries.flatMap((e) => e.firings);
-      if (firings.length > 0) {
-        // The join on the version enqueues nothing for a job changed since the plan was made.
-        const rs = await tx.execute({
-          sql: `INSERT INTO firings (id, job_id, scheduled_at, state, attempts, catchup, manual, epoch, priority,
-                  next_attempt_at, created_at, updated_at, owner)
-                SELECT v.value->>0, v.value->>1, v.value->>2, 'SCHEDULED', 0, v.value->>3, 0, ?, v.value->>4, v.value->>2, ?, ?, v.value->>5
-                FROM json_each(?) AS v JOIN jobs ON jobs.id = v.value->>1 AND jobs.version = v.value->>6
-                WHERE true
-                ON CONFLICT (job_id, scheduled_at) DO NOTHING
-                RETURNING ${ENQUEUED_COLUMNS}`,
-          args: [
-            fence.epoch, nowMs, nowMs,
-            jsonList(firings.map((f) => [f.id, f.jobId, f.scheduledAt, f.catchup ? 1 : 0, f.priority, f.owner, versions.get(f.jobId)!])),
-          ],
-        });
-        for (const r of rs.rows) inserted.push(rowToEnqueued(r));
-      }
-      const skipIds = entries.flatMap((e) => e.skipStoredIds);
-      if (skipIds.length > 0) {
-        await tx.execute({
-          sql: `UPDATE firings SET state = 'SKIPPED', last_error = 'misfire policy: not fired',
-                  claimed_by = NULL, updated_at = ?
-                WHERE id ${IN_LIST} AND +state IN ('SCHEDULED', 'RETRYING') AND attempts = 0 AND waiting = 0`,
-          args: [nowMs, jsonList(skipIds)],
-        });
-      }
-      const catchupIds = entries.flatMap((e) => e.catchupStoredIds);
-      if (catchupIds.length > 0) {
-        const rs = await tx.execute({
-          sql: `UPDATE firings SET catchup = 1, state = 'SCHEDULED', claimed_by = NULL,
-                  updated_at = ?
-                WHERE id ${IN_LIST} AND +state IN ('SCHEDULED', 'RETRYING') AND attempts = 0 AND waiting = 0
-                RETURNING ${ENQUEUED_COLUMNS}`,
-          args: [nowMs, jsonList(catchupIds)],
-        });
-        for (const r of rs.rows) inserted.push(rowToEnqueued(r));
-      }
-      await tx.commit();
-      return { fenced: true, inserted };
-    } finally {
-      tx.close();
+    const FENCED = "EXISTS (SELECT 1 FROM leases WHERE name = 'leader' AND holder = ? AND epoch = ?)";
+    const fenceArgs = [fence.nodeId, fence.epoch];
+    const stmts: SqlStatement[] = [{ sql: `SELECT 1 AS ours FROM leases WHERE name = 'leader' AND holder = ? AND epoch = ?`, args: fenceArgs }];
+    if (entries.length > 0) {
+      stmts.push({
+        sql: `UPDATE jobs SET next_fire_at = v.value->>1, last_fired_at = COALESCE(v.value->>2, jobs.last_fired_at)
+              FROM json_each(?) AS v
+              WHERE jobs.id = v.value->>0 AND jobs.version = v.value->>3 AND ${FENCED}`,
+        args: [jsonList(entries.map((e) => [e.jobId, e.nextFireAt, e.lastFiredAt, e.version])), ...fenceArgs],
+      });
     }
+    const returning: number[] = []; // statements whose rows are enqueued firings
+    const versions = new Map(entries.map((e) => [e.jobId, e.version]));
+    const firings = entries.flatMap((e) => e.firings);
+    if (firings.length > 0) {
+      // The join on the version enqueues nothing for a job changed since the plan was made.
+      returning.push(stmts.length);
+      stmts.push({
+        sql: `INSERT INTO firings (id, job_id, scheduled_at, state, attempts, catchup, manual, epoch, priority,
+                next_attempt_at, created_at, updated_at, owner)
+              SELECT v.value->>0, v.value->>1, v.value->>2, 'SCHEDULED', 0, v.value->>3, 0, ?, v.value->>4, v.value->>2, ?, ?, v.value->>5
+              FROM json_each(?) AS v JOIN jobs ON jobs.id = v.value->>1 AND jobs.version = v.value->>6
+              WHERE ${FENCED}
+              ON CONFLICT (job_id, scheduled_at) DO NOTHING
+              RETURNING ${ENQUEUED_COLUMNS}`,
+        args: [
+          fence.epoch, nowMs, nowMs,
+          jsonList(firings.map((f) => [f.id, f.jobId, f.scheduledAt, f.catchup ? 1 : 0, f.priority, f.owner, versions.get(f.jobId)!])),
+          ...fenceArgs,
+        ],
+      });
+    }
+    const skipIds = entries.flatMap((e) => e.skipStoredIds);
+    if (skipIds.length > 0) {
+      stmts.push({
+        sql: `UPDATE firings SET state = 'SKIPPED', last_error = 'misfire policy: not fired',
+                claimed_by = NULL, updated_at = ?
+              WHERE id ${IN_LIST} AND +state IN ('SCHEDULED', 'RETRYING') AND attempts = 0 AND waiting = 0 AND ${FENCED}`,
+        args: [nowMs, jsonList(skipIds), ...fenceArgs],
+      });
+    }
+    const catchupIds = entries.flatMap((e) => e.catchupStoredIds);
+    if (catchupIds.length > 0) {
+      returning.push(stmts.length);
+      stmts.push({
+        sql: `UPDATE firings SET catchup = 1, state = 'SCHEDULED', claimed_by = NULL,
+                updated_at = ?
+              WHERE id ${IN_LIST} AND +state IN ('SCHEDULED', 'RETRYING') AND attempts = 0 AND waiting = 0 AND ${FENCED}
+              RETURNING ${ENQUEUED_COLUMNS}`,
+        args: [nowMs, jsonList(catchupIds), ...fenceArgs],
+      });
+    }
+    const results = await this.db.batch(stmts, "write");
+    if ((results[0]?.rows.length ?? 0) === 0) return { fenced: false, inserted: [] };
+    return { fenced: true, inserted: returning.flatMap((i) => results[i]!.rows.map(rowToEnqueued)) };
   }
 
   async insertManual(nf: NewFiring, epoch: number, nowMs: number): Promise<Firing | null> {

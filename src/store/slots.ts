@@ -3,7 +3,7 @@
 // transaction: the common case (a free slot, nobody older waiting) is one multi-row INSERT for
 // many firings; the rest are decided one by one with the overlap policy.
 
-import type { SqlTx } from "./db.ts";
+import type { SqlStatement, SqlTx } from "./db.ts";
 import type { AdmissionRequest, AdmissionResult, SlotStore } from "../core/ports.ts";
 import { LATE_HOLDER_MS, type OverlapDecision, type OverlapFacts } from "../core/overlap.ts";
 import { SQL_NOW_MS, type Db } from "./db.ts";
@@ -27,10 +27,19 @@ export class LibsqlSlotStore implements SlotStore {
   ): Promise<Map<string, AdmissionResult>> {
     const results = new Map<string, AdmissionResult>();
     if (requests.length === 0) return results;
+    // The common case in one call (one batch, one transaction): each job's oldest firing takes a
+    // free slot. Only what that left undecided needs the interactive transaction below.
+    const [first = [], ...later] = rounds([...requests].sort((a, b) => a.scheduledAt - b.scheduledAt));
+    const [inserted] = await this.db.batch(takeFree(nodeId, first, nodeTtlMs, nowMs), "write");
+    const takenFirst = new Set(inserted!.rows.map((row) => String(row.firing_id)));
+    for (const r of first) if (takenFirst.has(r.firingId)) results.set(r.firingId, { kind: "run" });
+    const rest = [...first.filter((r) => !takenFirst.has(r.firingId)), ...later.flat()];
+    if (rest.length === 0) return results;
     const tx = await this.db.transaction("write");
     try {
-      for (const round of rounds([...requests].sort((a, b) => a.scheduledAt - b.scheduledAt))) {
-        const taken = await this.takeFree(tx, nodeId, round, nodeTtlMs, nowMs);
+      for (const round of rounds(rest.sort((a, b) => a.scheduledAt - b.scheduledAt))) {
+        const [rs] = await tx.batch(takeFree(nodeId, round, nodeTtlMs, nowMs));
+        const taken = new Set(rs!.rows.map((row) => String(row.firing_id)));
         for (const r of round) {
           if (taken.has(r.firingId)) results.set(r.firingId, { kind: "run" });
           else results.set(r.firingId, await this.decideOne(tx, nodeId, r, nodeTtlMs, nowMs, decide));
@@ -41,36 +50,6 @@ export class LibsqlSlotStore implements SlotStore {
     } finally {
       tx.close();
     }
-  }
-
-  /**
-   * Slots for firings that already hold one (a retry), or whose job has a free slot and no older
-   * firing waiting. Each job appears once per call, so the count each row sees is exact.
-   */
-  private async takeFree(tx: SqlTx, nodeId: string, round: AdmissionRequest[], nodeTtlMs: number, nowMs: number): Promise<Set<string>> {
-    const taken = new Set<string>();
-    const rs = await tx.execute({
-      sql: `WITH v (job_id, firing_id, max, scheduled_at) AS
-              (SELECT value->>0, value->>1, value->>2, value->>3 FROM json_each(?))
-            INSERT INTO job_slots (job_id, firing_id, node, taken_at, counts)
-            SELECT v.job_id, v.firing_id, ?, ?, CASE WHEN ? - v.scheduled_at <= ? OR f.waiting = 1 THEN 1 ELSE 0 END
-            FROM v, firings f
-            WHERE ${MINE} AND (
-              EXISTS (SELECT 1 FROM job_slots s WHERE s.job_id = v.job_id AND s.firing_id = v.firing_id AND ${LIVE_SLOT})
-              OR ((SELECT COUNT(*) FROM job_slots s WHERE s.job_id = v.job_id AND ${LIVE_SLOT}) < v.max
-                  AND NOT EXISTS (SELECT 1 FROM firings w WHERE w.job_id = v.job_id AND w.waiting > 0 AND w.state = 'CLAIMED'
-                                  AND w.id <> v.firing_id AND w.scheduled_at < v.scheduled_at)))
-            ON CONFLICT (job_id, firing_id) DO UPDATE SET node = excluded.node
-            RETURNING firing_id`,
-      args: [jsonList(round.map((r) => [r.jobId, r.firingId, r.max, r.scheduledAt])), nodeId, nowMs, nowMs, LATE_HOLDER_MS, nodeId, nodeTtlMs, nodeTtlMs],
-    });
-    for (const row of rs.rows) taken.add(String(row.firing_id));
-    // Only firings offered again after waiting have a flag to clear.
-    const wasWaiting = round.filter((r) => r.waiting && taken.has(r.firingId)).map((r) => r.firingId);
-    if (wasWaiting.length > 0) {
-      await tx.execute({ sql: `UPDATE firings SET waiting = 0 WHERE id ${IN_LIST} AND +waiting > 0`, args: [jsonList(wasWaiting)] });
-    }
-    return taken;
   }
 
   private async decideOne(
@@ -128,4 +107,36 @@ function rounds(requests: AdmissionRequest[]): AdmissionRequest[][] {
     (out[k] ??= []).push(r);
   }
   return out;
+}
+
+/**
+ * Slots for firings that already hold one (a retry), or whose job has a free slot and no older
+ * firing waiting; then the waiting flag of those that had waited is cleared. Each job appears
+ * once per call, so the count each row sees is exact. The first statement returns the taken ids.
+ */
+function takeFree(nodeId: string, round: AdmissionRequest[], nodeTtlMs: number, nowMs: number): SqlStatement[] {
+  const requested = jsonList(round.map((r) => [r.jobId, r.firingId, r.max, r.scheduledAt]));
+  return [
+    {
+      sql: `WITH v (job_id, firing_id, max, scheduled_at) AS
+              (SELECT value->>0, value->>1, value->>2, value->>3 FROM json_each(?))
+            INSERT INTO job_slots (job_id, firing_id, node, taken_at, counts)
+            SELECT v.job_id, v.firing_id, ?, ?, CASE WHEN ? - v.scheduled_at <= ? OR f.waiting = 1 THEN 1 ELSE 0 END
+            FROM v, firings f
+            WHERE ${MINE} AND (
+              EXISTS (SELECT 1 FROM job_slots s WHERE s.job_id = v.job_id AND s.firing_id = v.firing_id AND ${LIVE_SLOT})
+              OR ((SELECT COUNT(*) FROM job_slots s WHERE s.job_id = v.job_id AND ${LIVE_SLOT}) < v.max
+                  AND NOT EXISTS (SELECT 1 FROM firings w WHERE w.job_id = v.job_id AND w.waiting > 0 AND w.state = 'CLAIMED'
+                                  AND w.id <> v.firing_id AND w.scheduled_at < v.scheduled_at)))
+            ON CONFLICT (job_id, firing_id) DO UPDATE SET node = excluded.node
+            RETURNING firing_id`,
+      args: [requested, nodeId, nowMs, nowMs, LATE_HOLDER_MS, nodeId, nodeTtlMs, nodeTtlMs],
+    },
+    {
+      sql: `UPDATE firings SET waiting = 0
+            WHERE id IN (SELECT firing_id FROM job_slots WHERE firing_id IN (SELECT value->>1 FROM json_each(?)) AND +node = ?)
+              AND +waiting > 0`,
+      args: [requested, nodeId],
+    },
+  ];
 }
