@@ -42,10 +42,10 @@ export const DEFAULT_DISPATCHER_OPTIONS: Omit<DispatcherOptions, "nodeId" | "sig
 };
 
 /** Rows per claim; a smaller claim holds the database for less time in front of due work. */
-const CLAIM_BATCH = 500;
+const CLAIM_BATCH = 100;
 const ADMIT_BATCH = 500;
 const ADMIT_EVERY_MS = 5;
-const JOB_CACHE_MAX = 50_000;
+const JOB_CACHE_MAX = 100_000;
 
 export interface DispatcherEvents {
   /** A firing reached a terminal state or was retried, after the store recorded it. */
@@ -179,7 +179,8 @@ export class Dispatcher {
         const claimed = await this.store.firings.claimReady(
           this.opts.nodeId, this.liveIds(), now + this.opts.lookaheadMs, now - this.opts.misfireThresholdMs, CLAIM_BATCH, now,
         );
-        await this.loadJobs(claimed);
+        // Jobs are read at admission, a batch at a time: reading them here would keep the jobs of
+        // every firing in the lookahead in memory.
         for (const f of claimed) this.wheel.add(f.id, f.nextAttemptAt, f);
         if (claimed.length > 0) this.armWheel();
         if (claimed.length < CLAIM_BATCH || !this.running) return;
@@ -364,6 +365,8 @@ export class Dispatcher {
       this.events.onRequest?.(this.clock.now() - startedAt);
     }
     const moved = await this.persist("recording a delivery outcome", () => this.writer.write(outcome));
+    // A one-shot's job has no further firing to deliver (a retry reads it again).
+    if (job && "at" in job.spec.schedule && outcome.state !== "RETRYING") this.jobs.delete(job.spec.id);
     this.inFlight.delete(firing.id);
     if (moved) {
       if (outcome.state === "DEAD") this.log.warn("firing dead", { firing_id: firing.id, job_id: firing.jobId, error: outcome.error });

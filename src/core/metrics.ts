@@ -34,6 +34,23 @@ interface Family {
   type: "counter" | "gauge" | "histogram";
 }
 
+/**
+ * A series' key from its labels, computed once per distinct label values: metrics are recorded
+ * once or twice per delivery, and escaping the label text every time was a tenth of a spike's CPU.
+ */
+class SeriesKeys {
+  private readonly cache = new Map<string, string>();
+  constructor(private readonly make: (labels: Labels) => string) {}
+
+  of(labels: Labels): string {
+    let id = "";
+    for (const k in labels) id += `${k}\u0000${labels[k]}\u0001`;
+    let key = this.cache.get(id);
+    if (key === undefined) this.cache.set(id, (key = this.make(labels)));
+    return key;
+  }
+}
+
 export class Metrics {
   private readonly families = new Map<string, Family>();
   private readonly counters = new Map<string, Map<string, number>>();
@@ -46,8 +63,9 @@ export class Metrics {
     this.families.set(name, { help, type: "counter" });
     const series = new Map<string, number>();
     this.counters.set(name, series);
+    const keys = new SeriesKeys((labels) => labelText({ ...this.base, ...labels }));
     return (labels = {}, by = 1) => {
-      const key = labelText({ ...this.base, ...labels });
+      const key = keys.of(labels);
       series.set(key, (series.get(key) ?? 0) + by);
     };
   }
@@ -56,8 +74,9 @@ export class Metrics {
     this.families.set(name, { help, type: "histogram" });
     const series = new Map<string, Histogram>();
     this.histograms.set(name, series);
+    const keys = new SeriesKeys((labels) => JSON.stringify({ ...this.base, ...labels }));
     return (value, labels = {}) => {
-      const key = JSON.stringify({ ...this.base, ...labels });
+      const key = keys.of(labels);
       let h = series.get(key);
       if (!h) series.set(key, (h = new Histogram(buckets)));
       h.observe(value);

@@ -30,7 +30,7 @@ const RECOVERY_EVERY_MS = 5_000;
 export const DEFAULT_PLANNER_OPTIONS: PlannerOptions = {
   horizonMs: 10_000,
   misfireThresholdMs: 60_000,
-  batchSize: 1_000,
+  batchSize: 100,
   maxFiringsPerJob: 1_000,
   tickMs: 500,
 };
