@@ -116,7 +116,7 @@ function rounds(requests: AdmissionRequest[]): AdmissionRequest[][] {
  */
 function takeFree(nodeId: string, round: AdmissionRequest[], nodeTtlMs: number, nowMs: number): SqlStatement[] {
   const requested = jsonList(round.map((r) => [r.jobId, r.firingId, r.max, r.scheduledAt]));
-  return [
+  const stmts: SqlStatement[] = [
     {
       sql: `WITH v (job_id, firing_id, max, scheduled_at) AS
               (SELECT value->>0, value->>1, value->>2, value->>3 FROM json_each(?))
@@ -132,11 +132,14 @@ function takeFree(nodeId: string, round: AdmissionRequest[], nodeTtlMs: number, 
             RETURNING firing_id`,
       args: [requested, nodeId, nowMs, nowMs, LATE_HOLDER_MS, nodeId, nodeTtlMs, nodeTtlMs],
     },
-    {
-      sql: `UPDATE firings SET waiting = 0
-            WHERE id IN (SELECT firing_id FROM job_slots WHERE firing_id IN (SELECT value->>1 FROM json_each(?)) AND +node = ?)
-              AND +waiting > 0`,
-      args: [requested, nodeId],
-    },
   ];
+  // Only firings offered again after waiting have a flag to clear.
+  if (!round.some((r) => r.waiting)) return stmts;
+  stmts.push({
+    sql: `UPDATE firings SET waiting = 0
+          WHERE id IN (SELECT firing_id FROM job_slots WHERE firing_id IN (SELECT value->>1 FROM json_each(?)) AND +node = ?)
+            AND +waiting > 0`,
+    args: [requested, nodeId],
+  });
+  return stmts;
 }
