@@ -9,11 +9,10 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { bestCeiling, fmtCeiling, ratioToCeiling } from "./lib/ceiling.ts";
-import { benchLog, defaultLeadMs, gitState, planAheadMs, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
+import { benchLog, gitState, NODE_FLAGS, NODE_FLAGS_HELP, oneShotFlags, oneShotSettings, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
 import type { NodeProcess } from "./lib/node.ts";
 import { oneShotsSummary, runOneShots } from "./lib/oneshots.ts";
 import { startReceiver, type ReceiverHandle } from "./lib/receiver.ts";
-import { BATCH_MAX } from "./lib/register.ts";
 import { emit, fmtMs, fmtRate, round } from "./lib/report.ts";
 
 const { values: flags } = parseArgs({
@@ -21,15 +20,8 @@ const { values: flags } = parseArgs({
   options: {
     n: { type: "string", default: "100000" },
     nodes: { type: "string", default: "3" },
-    "lead-ms": { type: "string" },
-    chunk: { type: "string", default: String(BATCH_MAX) },
-    "ceiling-n": { type: "string" },
-    "timeout-ms": { type: "string", default: "120000" },
-    "settle-ms": { type: "string", default: "2000" },
-    "node-arg": { type: "string", multiple: true, default: [] },
-    "bun-arg": { type: "string", multiple: true, default: [] },
-    keep: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
+    ...oneShotFlags(120_000),
+    ...NODE_FLAGS,
   },
   strict: true,
 });
@@ -43,17 +35,13 @@ if (flags.help) {
   --ceiling-n N     requests per try when measuring the receiver's ceiling (default min(N, 50000))
   --timeout-ms MS   give up waiting this long after T (default 120000)
   --settle-ms MS    after all N arrived, wait this long for late duplicates (default 2000)
-  --node-arg ARG    extra flag for every node's 'serve' (repeatable)
-  --bun-arg ARG     extra flag for every node's bun (repeatable)
-  --keep            keep the temp dir (dbs, node stderr)`);
+${NODE_FLAGS_HELP}`);
   process.exit(0);
 }
 
 const N = wholeNumber("n", flags.n!);
 const NODES = wholeNumber("nodes", flags.nodes!, 2);
-const HORIZON_MS = planAheadMs(flags["node-arg"]!);
-const LEAD_MS = flags["lead-ms"] !== undefined ? wholeNumber("lead-ms", flags["lead-ms"]) : defaultLeadMs(N, HORIZON_MS);
-const CEILING_N = flags["ceiling-n"] !== undefined ? wholeNumber("ceiling-n", flags["ceiling-n"]) : Math.min(N, 50_000);
+const { horizonMs: HORIZON_MS, leadMs: LEAD_MS, ceilingN: CEILING_N } = oneShotSettings(flags, N);
 const log = benchLog("cluster-spike");
 
 const scratch = scratchDir("cluster-spike");

@@ -10,7 +10,7 @@ import { Database } from "bun:sqlite";
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { benchLog, gitState, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
+import { benchLog, gitState, NODE_FLAGS, NODE_FLAGS_HELP, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
 import { mixedJob } from "./lib/jobs.ts";
 import { peakRssMb, rssMb, startNodeProcess, type NodeProcess } from "./lib/node.ts";
 import { startReceiver, type ReceiverHandle } from "./lib/receiver.ts";
@@ -24,10 +24,7 @@ const { values: flags } = parseArgs({
     parallel: { type: "string", default: "2" },
     chunk: { type: "string", default: String(BATCH_MAX) },
     "settle-ms": { type: "string", default: "10000" },
-    "node-arg": { type: "string", multiple: true, default: [] },
-    "bun-arg": { type: "string", multiple: true, default: [] },
-    keep: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
+    ...NODE_FLAGS,
   },
   strict: true,
 });
@@ -38,9 +35,7 @@ if (flags.help) {
   --parallel K     batch requests in flight (default 2)
   --chunk C        jobs per request (default and max 10000)
   --settle-ms MS   after registration, wait at most this long for the node's RSS to settle (default 10000)
-  --node-arg ARG   extra flag for 'serve' (repeatable)
-  --bun-arg ARG    extra flag for the node's bun (repeatable)
-  --keep           keep the temp dir (db, node stderr)`);
+${NODE_FLAGS_HELP}`);
   process.exit(0);
 }
 

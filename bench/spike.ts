@@ -6,26 +6,18 @@
 
 import { parseArgs } from "node:util";
 import { bestCeiling, fmtCeiling, ratioToCeiling } from "./lib/ceiling.ts";
-import { benchLog, defaultLeadMs, gitState, planAheadMs, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
+import { benchLog, gitState, NODE_FLAGS, NODE_FLAGS_HELP, oneShotFlags, oneShotSettings, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
 import type { NodeProcess } from "./lib/node.ts";
 import { oneShotsSummary, runOneShots } from "./lib/oneshots.ts";
 import { startReceiver, type ReceiverHandle } from "./lib/receiver.ts";
-import { BATCH_MAX } from "./lib/register.ts";
 import { emit, fmtMs, fmtRate } from "./lib/report.ts";
 
 const { values: flags } = parseArgs({
   args: process.argv.slice(2),
   options: {
     n: { type: "string", default: "10000" },
-    "lead-ms": { type: "string" },
-    chunk: { type: "string", default: String(BATCH_MAX) },
-    "ceiling-n": { type: "string" },
-    "timeout-ms": { type: "string", default: "120000" },
-    "settle-ms": { type: "string", default: "2000" },
-    "node-arg": { type: "string", multiple: true, default: [] },
-    "bun-arg": { type: "string", multiple: true, default: [] },
-    keep: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
+    ...oneShotFlags(120_000),
+    ...NODE_FLAGS,
   },
   strict: true,
 });
@@ -39,17 +31,12 @@ if (flags.help) {
   --ceiling-n N     requests per try when measuring the receiver's ceiling (default min(N, 50000))
   --timeout-ms MS   give up waiting this long after T (default 120000)
   --settle-ms MS    after all N arrived, wait this long for late duplicates (default 2000)
-  --node-arg ARG    extra flag for 'serve' (repeatable, e.g. --node-arg=--max-in-flight=1024)
-  --bun-arg ARG     extra flag for the node's bun (repeatable, e.g. --bun-arg=--cpu-prof-md
-                    --bun-arg=--cpu-prof-dir=/tmp/prof, or --bun-arg=--preload=/tmp/probe.ts)
-  --keep            keep the temp dir (db, node stderr)`);
+${NODE_FLAGS_HELP}`);
   process.exit(0);
 }
 
 const N = wholeNumber("n", flags.n!);
-const HORIZON_MS = planAheadMs(flags["node-arg"]!);
-const LEAD_MS = flags["lead-ms"] !== undefined ? wholeNumber("lead-ms", flags["lead-ms"]) : defaultLeadMs(N, HORIZON_MS);
-const CEILING_N = flags["ceiling-n"] !== undefined ? wholeNumber("ceiling-n", flags["ceiling-n"]) : Math.min(N, 50_000);
+const { horizonMs: HORIZON_MS, leadMs: LEAD_MS, ceilingN: CEILING_N } = oneShotSettings(flags, N);
 const log = benchLog("spike");
 
 const scratch = scratchDir("spike");

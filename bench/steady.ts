@@ -8,11 +8,10 @@
 
 import { parseArgs } from "node:util";
 import { bestCeiling, fmtCeiling, ratioToCeiling } from "./lib/ceiling.ts";
-import { benchLog, defaultLeadMs, gitState, planAheadMs, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
+import { benchLog, gitState, NODE_FLAGS, NODE_FLAGS_HELP, oneShotFlags, oneShotSettings, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
 import type { NodeProcess } from "./lib/node.ts";
 import { oneShotsSummary, runOneShots } from "./lib/oneshots.ts";
 import { startReceiver, type ReceiverHandle } from "./lib/receiver.ts";
-import { BATCH_MAX } from "./lib/register.ts";
 import { emit, fmtMs, fmtRate, round } from "./lib/report.ts";
 
 const { values: flags } = parseArgs({
@@ -20,15 +19,8 @@ const { values: flags } = parseArgs({
   options: {
     rate: { type: "string", default: "1000" },
     "duration-s": { type: "string", default: "60" },
-    "lead-ms": { type: "string" },
-    chunk: { type: "string", default: String(BATCH_MAX) },
-    "ceiling-n": { type: "string" },
-    "timeout-ms": { type: "string", default: "30000" },
-    "settle-ms": { type: "string", default: "2000" },
-    "node-arg": { type: "string", multiple: true, default: [] },
-    "bun-arg": { type: "string", multiple: true, default: [] },
-    keep: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
+    ...oneShotFlags(30_000),
+    ...NODE_FLAGS,
   },
   strict: true,
 });
@@ -43,18 +35,14 @@ if (flags.help) {
   --ceiling-n N     requests per try when measuring the receiver's ceiling (default min(R×D, 50000))
   --timeout-ms MS   give up waiting this long after the last instant (default 30000)
   --settle-ms MS    after all arrived, wait this long for late duplicates (default 2000)
-  --node-arg ARG    extra flag for 'serve' (repeatable)
-  --bun-arg ARG     extra flag for the node's bun (repeatable)
-  --keep            keep the temp dir (db, node stderr)`);
+${NODE_FLAGS_HELP}`);
   process.exit(0);
 }
 
 const RATE = wholeNumber("rate", flags.rate!);
 const DURATION_S = wholeNumber("duration-s", flags["duration-s"]!);
 const N = RATE * DURATION_S;
-const HORIZON_MS = planAheadMs(flags["node-arg"]!);
-const LEAD_MS = flags["lead-ms"] !== undefined ? wholeNumber("lead-ms", flags["lead-ms"]) : defaultLeadMs(N, HORIZON_MS);
-const CEILING_N = flags["ceiling-n"] !== undefined ? wholeNumber("ceiling-n", flags["ceiling-n"]) : Math.min(N, 50_000);
+const { horizonMs: HORIZON_MS, leadMs: LEAD_MS, ceilingN: CEILING_N } = oneShotSettings(flags, N);
 /** The issue's targets: p99 lateness under 20 ms at 1,000/s and under 50 ms at 5,000/s. */
 const P99_TARGET_MS = RATE <= 1_000 ? 20 : RATE <= 5_000 ? 50 : null;
 const log = benchLog("steady");

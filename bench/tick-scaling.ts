@@ -10,7 +10,7 @@
 
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { benchLog, gitState, runBench, scratchDir, wholeNumber, wholeNumbers } from "./lib/cli.ts";
+import { benchLog, gitState, NODE_FLAGS, NODE_FLAGS_HELP, runBench, scratchDir, wholeNumber, wholeNumbers } from "./lib/cli.ts";
 import { farJob } from "./lib/jobs.ts";
 import { metricSum, scrapeMetrics, type Sample } from "./lib/metrics.ts";
 import { cpuMs, peakRssMb, startNodeProcess, type NodeProcess } from "./lib/node.ts";
@@ -26,10 +26,7 @@ const { values: flags } = parseArgs({
     "duration-s": { type: "string", default: "20" },
     "warmup-s": { type: "string" },
     parallel: { type: "string", default: "2" },
-    "node-arg": { type: "string", multiple: true, default: [] },
-    "bun-arg": { type: "string", multiple: true, default: [] },
-    keep: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
+    ...NODE_FLAGS,
   },
   strict: true,
 });
@@ -41,9 +38,7 @@ if (flags.help) {
   --duration-s D    measurement window, seconds (default 20)
   --warmup-s W      after registration, run this long before the window opens (default min(5, D/4))
   --parallel K      batch requests in flight while registering (default 2)
-  --node-arg ARG    extra flag for 'serve' (repeatable)
-  --bun-arg ARG     extra flag for the node's bun (repeatable)
-  --keep            keep the temp dir (dbs, node stderr)`);
+${NODE_FLAGS_HELP}`);
   process.exit(0);
 }
 

@@ -6,6 +6,31 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROOT } from "./node.ts";
+import { BATCH_MAX } from "./register.ts";
+
+/** Flags of every bench that starts nodes, to spread into parseArgs' options. */
+export const NODE_FLAGS = {
+  "node-arg": { type: "string", multiple: true, default: [] as string[] },
+  "bun-arg": { type: "string", multiple: true, default: [] as string[] },
+  keep: { type: "boolean", default: false },
+  help: { type: "boolean", default: false },
+} as const;
+
+export const NODE_FLAGS_HELP = `  --node-arg ARG    extra flag for every node's 'serve' (repeatable, e.g. --node-arg=--max-in-flight=1024)
+  --bun-arg ARG     extra flag for every node's bun (repeatable, e.g. --bun-arg=--cpu-prof-md
+                    --bun-arg=--cpu-prof-dir=/tmp/prof)
+  --keep            keep the temp dir (db, node stderr)`;
+
+/** Flags of the benches built on one-shot jobs (spike, steady, cluster-spike). */
+export function oneShotFlags(timeoutMs: number) {
+  return {
+    "lead-ms": { type: "string" },
+    chunk: { type: "string", default: String(BATCH_MAX) },
+    "ceiling-n": { type: "string" },
+    "timeout-ms": { type: "string", default: String(timeoutMs) },
+    "settle-ms": { type: "string", default: "2000" },
+  } as const;
+}
 
 /** A flag's value as a whole number >= min; exits 2 (usage) otherwise. */
 export function wholeNumber(flag: string, raw: string, min = 1): number {
@@ -87,4 +112,15 @@ export async function runBench(bench: string, main: () => Promise<number>, clean
     await cleanup();
   }
   process.exit(code);
+}
+
+/** The planning horizon, the registration lead and the ceiling's requests per try of a one-shot bench. */
+export function oneShotSettings(
+  flags: { "node-arg"?: string[]; "lead-ms"?: string; "ceiling-n"?: string },
+  jobs: number,
+): { horizonMs: number; leadMs: number; ceilingN: number } {
+  const horizonMs = planAheadMs(flags["node-arg"] ?? []);
+  const leadMs = flags["lead-ms"] !== undefined ? wholeNumber("lead-ms", flags["lead-ms"]) : defaultLeadMs(jobs, horizonMs);
+  const ceilingN = flags["ceiling-n"] !== undefined ? wholeNumber("ceiling-n", flags["ceiling-n"]) : Math.min(jobs, 50_000);
+  return { horizonMs, leadMs, ceilingN };
 }
