@@ -30,6 +30,8 @@ const RECOVERY_EVERY_MS = 5_000;
 export const DEFAULT_PLANNER_OPTIONS: PlannerOptions = {
   horizonMs: 10_000,
   misfireThresholdMs: 60_000,
+  // Small: each step holds the database while firings due now wait behind it (at 5,000/s,
+  // steps of 1,000 jobs made p99 lateness ~250 ms; steps of 100, ~45 ms).
   batchSize: 100,
   maxFiringsPerJob: 1_000,
   tickMs: 500,
@@ -157,8 +159,8 @@ export class Planner {
       total += inserted;
       cost.enqueued = total;
       if (jobs.length < this.opts.batchSize) return total;
-      // The embedded store runs synchronously: let timers (lease renewal, the wheel, deliveries)
-      // run between steps, or a large spike would hold the event loop for seconds.
+      // Between steps, due work gets its turn at the database (and timers at the event loop,
+      // when the store runs on this thread): a spike's planning must not hold either for seconds.
       await yieldToEventLoop();
       if (!this.leader.current()) return total;
     }

@@ -53,6 +53,8 @@ class WorkerDb implements Db {
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   private nextId = 1;
   private closed = false;
+  /** Set when the thread died: every later call fails with it instead of waiting forever. */
+  private failure: Error | null = null;
 
   constructor() {
     this.worker = new Worker(workerUrl());
@@ -66,12 +68,14 @@ class WorkerDb implements Db {
     };
     this.worker.onerror = (event) => {
       const err = new Error(`database thread failed: ${event.message}`);
+      this.failure = err;
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
     };
   }
 
   call<T>(req: DistributiveOmit<WorkerRequest, "id">): Promise<T> {
+    if (this.failure) return Promise.reject(this.failure);
     if (this.closed) return Promise.reject(new Error("database is closed"));
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
