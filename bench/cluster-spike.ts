@@ -8,11 +8,11 @@
 
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { bestCeiling, fmtCeiling, ratioToCeiling } from "./lib/ceiling.ts";
+import { fmtCeiling, ratioToCeiling, startReceiverAndCeiling } from "./lib/ceiling.ts";
 import { benchLog, gitState, NODE_FLAGS, NODE_FLAGS_HELP, oneShotFlags, oneShotSettings, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
 import type { NodeProcess } from "./lib/node.ts";
 import { oneShotsSummary, runOneShots } from "./lib/oneshots.ts";
-import { startReceiver, type ReceiverHandle } from "./lib/receiver.ts";
+import type { ReceiverHandle } from "./lib/receiver.ts";
 import { emit, fmtMs, fmtRate, round } from "./lib/report.ts";
 
 const { values: flags } = parseArgs({
@@ -41,7 +41,7 @@ ${NODE_FLAGS_HELP}`);
 
 const N = wholeNumber("n", flags.n!);
 const NODES = wholeNumber("nodes", flags.nodes!, 2);
-const { horizonMs: HORIZON_MS, leadMs: LEAD_MS, ceilingN: CEILING_N } = oneShotSettings(flags, N);
+const settings = oneShotSettings(flags, N);
 const log = benchLog("cluster-spike");
 
 const scratch = scratchDir("cluster-spike");
@@ -50,11 +50,7 @@ const nodes: NodeProcess[] = [];
 
 async function main(): Promise<number> {
   const git = gitState();
-  const rcv = await startReceiver({ stderrPath: join(scratch.dir, "receiver.stderr") });
-  receiver = rcv;
-  log(`receiver ${rcv.url} (pid ${rcv.pid}), dir ${scratch.dir}; measuring its ceiling (${CEILING_N} requests per try)`);
-  const ceiling = await bestCeiling(rcv, CEILING_N);
-  log(`ceiling ${fmtCeiling(ceiling)}`);
+  const { receiver: rcv, ceiling } = await startReceiverAndCeiling(scratch.dir, settings.ceilingN, log, (r) => (receiver = r));
 
   const spike = async (count: number) => {
     const dir = join(scratch.dir, count === 1 ? "single" : "cluster");
@@ -62,18 +58,12 @@ async function main(): Promise<number> {
     await rcv.reset();
     log(`--- ${count} node(s) ---`);
     const run = await runOneShots({
+      ...settings.run,
       dir,
       nodes: count,
       n: N,
       offsetMs: () => 0,
       receiver: rcv,
-      leadMs: LEAD_MS,
-      horizonMs: HORIZON_MS,
-      chunk: wholeNumber("chunk", flags.chunk!),
-      timeoutMs: wholeNumber("timeout-ms", flags["timeout-ms"]!),
-      settleMs: wholeNumber("settle-ms", flags["settle-ms"]!, 0),
-      nodeArgs: flags["node-arg"]!,
-      bunArgs: flags["bun-arg"]!,
       log,
       onSpawn: (node) => nodes.push(node),
     });

@@ -5,11 +5,11 @@
 // Run: npx bun bench/spike.ts --n 10000   (also --n 100000; --help for the other flags)
 
 import { parseArgs } from "node:util";
-import { bestCeiling, fmtCeiling, ratioToCeiling } from "./lib/ceiling.ts";
+import { fmtCeiling, ratioToCeiling, startReceiverAndCeiling } from "./lib/ceiling.ts";
 import { benchLog, gitState, NODE_FLAGS, NODE_FLAGS_HELP, oneShotFlags, oneShotSettings, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
 import type { NodeProcess } from "./lib/node.ts";
 import { oneShotsSummary, runOneShots } from "./lib/oneshots.ts";
-import { startReceiver, type ReceiverHandle } from "./lib/receiver.ts";
+import type { ReceiverHandle } from "./lib/receiver.ts";
 import { emit, fmtMs, fmtRate } from "./lib/report.ts";
 
 const { values: flags } = parseArgs({
@@ -36,7 +36,7 @@ ${NODE_FLAGS_HELP}`);
 }
 
 const N = wholeNumber("n", flags.n!);
-const { horizonMs: HORIZON_MS, leadMs: LEAD_MS, ceilingN: CEILING_N } = oneShotSettings(flags, N);
+const settings = oneShotSettings(flags, N);
 const log = benchLog("spike");
 
 const scratch = scratchDir("spike");
@@ -45,25 +45,16 @@ const nodes: NodeProcess[] = [];
 
 async function main(): Promise<number> {
   const git = gitState();
-  receiver = await startReceiver({ stderrPath: `${scratch.dir}/receiver.stderr` });
-  log(`receiver ${receiver.url} (pid ${receiver.pid}), dir ${scratch.dir}; measuring its ceiling (${CEILING_N} requests per try)`);
-  // Before the node starts, so nothing else competes for the CPU.
-  const ceiling = await bestCeiling(receiver, CEILING_N);
-  log(`ceiling ${fmtCeiling(ceiling)}`);
+  const started = await startReceiverAndCeiling(scratch.dir, settings.ceilingN, log, (r) => (receiver = r));
+  const ceiling = started.ceiling;
 
   const { figures: f, problems, failed } = await runOneShots({
+    ...settings.run,
     dir: scratch.dir,
     nodes: 1,
     n: N,
     offsetMs: () => 0,
-    receiver,
-    leadMs: LEAD_MS,
-    horizonMs: HORIZON_MS,
-    chunk: wholeNumber("chunk", flags.chunk!),
-    timeoutMs: wholeNumber("timeout-ms", flags["timeout-ms"]!),
-    settleMs: wholeNumber("settle-ms", flags["settle-ms"]!, 0),
-    nodeArgs: flags["node-arg"]!,
-    bunArgs: flags["bun-arg"]!,
+    receiver: started.receiver,
     log,
     onSpawn: (node) => nodes.push(node),
   });

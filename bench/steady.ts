@@ -7,11 +7,11 @@
 // Run: npx bun bench/steady.ts --rate 1000 --duration-s 60   (--help for the other flags)
 
 import { parseArgs } from "node:util";
-import { bestCeiling, fmtCeiling, ratioToCeiling } from "./lib/ceiling.ts";
+import { fmtCeiling, ratioToCeiling, startReceiverAndCeiling } from "./lib/ceiling.ts";
 import { benchLog, gitState, NODE_FLAGS, NODE_FLAGS_HELP, oneShotFlags, oneShotSettings, runBench, scratchDir, wholeNumber } from "./lib/cli.ts";
 import type { NodeProcess } from "./lib/node.ts";
 import { oneShotsSummary, runOneShots } from "./lib/oneshots.ts";
-import { startReceiver, type ReceiverHandle } from "./lib/receiver.ts";
+import type { ReceiverHandle } from "./lib/receiver.ts";
 import { emit, fmtMs, fmtRate, round } from "./lib/report.ts";
 
 const { values: flags } = parseArgs({
@@ -42,7 +42,7 @@ ${NODE_FLAGS_HELP}`);
 const RATE = wholeNumber("rate", flags.rate!);
 const DURATION_S = wholeNumber("duration-s", flags["duration-s"]!);
 const N = RATE * DURATION_S;
-const { horizonMs: HORIZON_MS, leadMs: LEAD_MS, ceilingN: CEILING_N } = oneShotSettings(flags, N);
+const settings = oneShotSettings(flags, N);
 /** The issue's targets: p99 lateness under 20 ms at 1,000/s and under 50 ms at 5,000/s. */
 const P99_TARGET_MS = RATE <= 1_000 ? 20 : RATE <= 5_000 ? 50 : null;
 const log = benchLog("steady");
@@ -53,24 +53,16 @@ const nodes: NodeProcess[] = [];
 
 async function main(): Promise<number> {
   const git = gitState();
-  receiver = await startReceiver({ stderrPath: `${scratch.dir}/receiver.stderr` });
-  log(`receiver ${receiver.url} (pid ${receiver.pid}), dir ${scratch.dir}; measuring its ceiling (${CEILING_N} requests per try)`);
-  const ceiling = await bestCeiling(receiver, CEILING_N);
-  log(`ceiling ${fmtCeiling(ceiling)}`);
+  const started = await startReceiverAndCeiling(scratch.dir, settings.ceilingN, log, (r) => (receiver = r));
+  const ceiling = started.ceiling;
 
   const { figures: f, problems, failed } = await runOneShots({
+    ...settings.run,
     dir: scratch.dir,
     nodes: 1,
     n: N,
     offsetMs: (i) => Math.floor((i * 1000) / RATE),
-    receiver,
-    leadMs: LEAD_MS,
-    horizonMs: HORIZON_MS,
-    chunk: wholeNumber("chunk", flags.chunk!),
-    timeoutMs: wholeNumber("timeout-ms", flags["timeout-ms"]!),
-    settleMs: wholeNumber("settle-ms", flags["settle-ms"]!, 0),
-    nodeArgs: flags["node-arg"]!,
-    bunArgs: flags["bun-arg"]!,
+    receiver: started.receiver,
     log,
     onSpawn: (node) => nodes.push(node),
   });

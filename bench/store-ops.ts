@@ -11,6 +11,7 @@ import { parseArgs } from "node:util";
 import { decideOverlap } from "../src/core/overlap.ts";
 import type { Firing, Job } from "../src/core/model.ts";
 import { openStore } from "../src/store/index.ts";
+import { testJob } from "../test/helpers/fixtures.ts";
 import { emit, round } from "./lib/report.ts";
 
 const { values: flags } = parseArgs({
@@ -26,22 +27,8 @@ const store = await openStore(`file:${join(dir, "cw.db")}`);
 const nodeId = "bench";
 const T = Date.now() + 60_000;
 
-const jobs: Job[] = [];
-for (let i = 0; i < N; i++) {
-  jobs.push({
-    spec: {
-      id: `job-${i}`,
-      schedule: { at: new Date(T).toISOString() },
-      target: { url: "http://127.0.0.1:9/hook", method: "POST", headers: {}, timeout_ms: 30_000 },
-      retry: { max_attempts: 3, initial_backoff_ms: 1000, max_backoff_ms: 60_000 },
-      misfire: { policy: "fire_once", max_catchup: 100 },
-      concurrency: { max: 1, overlap: "skip", max_queue: 10 },
-      priority: "normal",
-      metadata: {},
-    },
-    paused: false, nextFireAt: T, lastFiredAt: null, anchorAt: 0, version: 1, createdAt: 0, updatedAt: 0,
-  });
-}
+// One-shots with SPEC's defaults (concurrency max 1, overlap skip), all due at T.
+const jobs: Job[] = Array.from({ length: N }, (_, i) => testJob({ id: `job-${i}`, schedule: { at: new Date(T).toISOString() } }, { nextFireAt: T }));
 
 const timings: Record<string, number> = {};
 async function timed<T>(name: string, fn: () => Promise<T>): Promise<T> {

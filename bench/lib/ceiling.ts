@@ -10,7 +10,7 @@
 // Prints one JSON line: {"requests", "concurrency", "ms", "rate_per_s", "errors"}.
 
 import { parseArgs } from "node:util";
-import type { ReceiverHandle } from "./receiver.ts";
+import { startReceiver, type ReceiverHandle } from "./receiver.ts";
 
 export interface Ceiling {
   requests: number;
@@ -64,6 +64,24 @@ export function fmtCeiling(c: CeilingReport): string {
   const r = (x: number) => `${Math.round(x).toLocaleString("en-US")}/s`;
   const errors = c.tries.reduce((n, t) => n + t.errors, 0);
   return `${r(c.rate_per_s)} (concurrency ${c.concurrency}, ${c.requests} requests; tried ${c.tries.map((t) => `${t.concurrency}: ${r(t.rate_per_s)}`).join(", ")})${errors ? `, ${errors} errors` : ""}`;
+}
+
+/**
+ * Starts the bench's receiver (stderr in `dir`) and measures its ceiling before any node runs,
+ * so nothing else competes for the CPU. `started` gets the receiver at once, for cleanup.
+ */
+export async function startReceiverAndCeiling(
+  dir: string,
+  ceilingN: number,
+  log: (msg: string) => void,
+  started: (r: ReceiverHandle) => void,
+): Promise<{ receiver: ReceiverHandle; ceiling: CeilingReport }> {
+  const receiver = await startReceiver({ stderrPath: `${dir}/receiver.stderr` });
+  started(receiver);
+  log(`receiver ${receiver.url} (pid ${receiver.pid}), dir ${dir}; measuring its ceiling (${ceilingN} requests per try)`);
+  const ceiling = await bestCeiling(receiver, ceilingN);
+  log(`ceiling ${fmtCeiling(ceiling)}`);
+  return { receiver, ceiling };
 }
 
 async function load(url: string, n: number, concurrency: number): Promise<Ceiling> {

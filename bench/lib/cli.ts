@@ -114,13 +114,27 @@ export async function runBench(bench: string, main: () => Promise<number>, clean
   process.exit(code);
 }
 
-/** The planning horizon, the registration lead and the ceiling's requests per try of a one-shot bench. */
+/**
+ * A one-shot bench's flags (oneShotFlags and NODE_FLAGS) read: the ceiling's requests per try,
+ * and `run`, the options of runOneShots that come from flags.
+ */
 export function oneShotSettings(
-  flags: { "node-arg"?: string[]; "lead-ms"?: string; "ceiling-n"?: string },
+  flags: { "node-arg"?: string[]; "bun-arg"?: string[]; "lead-ms"?: string; "ceiling-n"?: string; chunk?: string; "timeout-ms"?: string; "settle-ms"?: string },
   jobs: number,
-): { horizonMs: number; leadMs: number; ceilingN: number } {
-  const horizonMs = planAheadMs(flags["node-arg"] ?? []);
-  const leadMs = flags["lead-ms"] !== undefined ? wholeNumber("lead-ms", flags["lead-ms"]) : defaultLeadMs(jobs, horizonMs);
-  const ceilingN = flags["ceiling-n"] !== undefined ? wholeNumber("ceiling-n", flags["ceiling-n"]) : Math.min(jobs, 50_000);
-  return { horizonMs, leadMs, ceilingN };
+) {
+  const nodeArgs = flags["node-arg"] ?? [];
+  const horizonMs = planAheadMs(nodeArgs);
+  return {
+    ceilingN: flags["ceiling-n"] !== undefined ? wholeNumber("ceiling-n", flags["ceiling-n"]) : Math.min(jobs, 50_000),
+    run: {
+      horizonMs,
+      leadMs: flags["lead-ms"] !== undefined ? wholeNumber("lead-ms", flags["lead-ms"]) : defaultLeadMs(jobs, horizonMs),
+      // oneShotFlags gives these defaults.
+      chunk: wholeNumber("chunk", flags.chunk!),
+      timeoutMs: wholeNumber("timeout-ms", flags["timeout-ms"]!),
+      settleMs: wholeNumber("settle-ms", flags["settle-ms"]!, 0),
+      nodeArgs,
+      bunArgs: flags["bun-arg"] ?? [],
+    },
+  };
 }

@@ -184,7 +184,7 @@ export class Dispatcher {
         for (const f of claimed) this.wheel.add(f.id, f.nextAttemptAt, f);
         if (claimed.length > 0) this.armWheel();
         if (claimed.length < CLAIM_BATCH || !this.running) return;
-        await yieldToEventLoop(); // the embedded store is synchronous: let timers and sends run
+        await yieldToEventLoop(); // due work gets its turn between claims (and timers, on a same-thread store)
       }
     } catch (err) {
       this.log.error("claiming due firings failed", { err: String(err) });

@@ -117,15 +117,3 @@ export function jsonList(items: unknown[]): string {
 export function placeholders(n: number): string {
   return new Array(n).fill("?").join(", ");
 }
-
-/** `(?, ?), (?, ?)` for a VALUES list of n rows of `width` columns. */
-export function rows(n: number, width: number): string {
-  const row = `(${placeholders(width)})`;
-  return new Array(n).fill(row).join(", ");
-}
-
-export function chunks<T>(items: T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
